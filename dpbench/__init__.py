@@ -1,0 +1,1 @@
+"""dpbench: reproduce DP papers on equal terms."""

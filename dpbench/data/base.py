@@ -1,0 +1,71 @@
+"""The one container every method receives: arrays plus the public facts about them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """How discrete attributes become the numeric design matrix.
+
+    For attribute j with m_j levels, the encoded block is ``A_j @ onehot(x_j)``
+    (DD-SSP paper, Sec. 3.1): a row vector of level values for scalar features,
+    the identity with its first row dropped for reduced one-hot features.
+    """
+
+    attributes: tuple[str, ...]          # feature attributes in column order
+    matrices: Mapping[str, NDArray]      # attribute -> A_j, shape (p_j, m_j)
+    target: str
+    target_values: NDArray               # numeric value of each target level
+    columns: tuple[str, ...]             # names of the encoded columns
+
+    def encode(self, frame: pd.DataFrame) -> tuple[NDArray, NDArray]:
+        """Map integer-coded records to (X, y)."""
+        blocks = [self.matrices[a].T[frame[a].to_numpy()] for a in self.attributes]
+        X = np.hstack(blocks) if blocks else np.zeros((len(frame), 0))
+        y = self.target_values[frame[self.target].to_numpy()]
+        return X.astype(float), y.astype(float)
+
+
+@dataclass(frozen=True)
+class TabularData:
+    """A split of a dataset as methods see it.
+
+    ``X``/``y`` are the encoded arrays; ``x_bound`` bounds every row's L2 norm
+    and ``y_bound`` every |y| (public, data-independent: used for sensitivity).
+    Marginal-based methods use ``discrete`` (integer codes) and ``domain``.
+    ``truth`` carries known ground truth for synthetic data (e.g. ``beta``).
+    """
+
+    X: NDArray
+    y: NDArray
+    x_bound: float
+    y_bound: float
+    feature_names: tuple[str, ...]
+    target: str
+    discrete: pd.DataFrame | None = None
+    domain: Mapping[str, int] | None = None
+    encoding: Encoding | None = None
+    truth: Mapping[str, NDArray] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[1])
+
+
+@dataclass(frozen=True)
+class Split:
+    """Train and test parts of one trial's data."""
+
+    train: TabularData
+    test: TabularData

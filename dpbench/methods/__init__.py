@@ -1,0 +1,1 @@
+"""Methods: one module per method, one small common interface (``base.Method``)."""

@@ -1,0 +1,217 @@
+"""One privacy ledger per trial.
+
+A trial is given a target (epsilon, delta). The method picks the currency it
+composes in (its ``accounting`` class attribute) and charges every release to
+the ledger; the ledger refuses any charge that would exceed the target and
+reports what was spent, both in its own currency and as (epsilon, delta).
+
+Currencies and their composition rules:
+
+- ``zcdp``:  rho adds up; the target rho is the largest rho whose exact
+  CKS'20 conversion gives (epsilon, delta).
+- ``gdp``:   mu composes as sqrt(sum mu_i^2); the target mu is the largest mu
+  that is (epsilon, delta)-DP (Dong, Roth & Su 2022, Cor. 2.13).
+- ``approx``: basic composition of (epsilon_i, delta_i) pairs.
+- ``pure``:  epsilon adds up, delta must be 0 for every charge.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from dpbench.privacy import conversions
+
+Currency = Literal["zcdp", "gdp", "approx", "pure"]
+CURRENCIES: tuple[str, ...] = ("zcdp", "gdp", "approx", "pure")
+_REL_TOL = 1e-9
+
+
+class BudgetExceeded(RuntimeError):
+    """A method tried to spend more privacy than its trial was given."""
+
+
+@dataclass(frozen=True)
+class Charge:
+    """One release recorded in the ledger."""
+
+    label: str
+    currency: str
+    epsilon: float = 0.0
+    delta: float = 0.0
+    rho: float = 0.0
+    mu: float = 0.0
+
+
+@dataclass
+class Accountant:
+    """Privacy ledger for one trial with target (epsilon, delta)."""
+
+    epsilon: float
+    delta: float
+    currency: Currency = "approx"
+    charges: list[Charge] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        validate_budget(self.epsilon, self.delta, allow_zero_delta=self.currency == "pure")
+        if self.currency not in CURRENCIES:
+            raise ValueError(f"unknown currency {self.currency!r}; valid: {', '.join(CURRENCIES)}")
+
+    # -- limits -----------------------------------------------------------------
+    @property
+    def rho_total(self) -> float:
+        """Total zCDP budget equivalent to the (epsilon, delta) target."""
+        return conversions.cdp_rho(self.epsilon, self.delta)
+
+    @property
+    def mu_total(self) -> float:
+        """Total GDP budget equivalent to the (epsilon, delta) target."""
+        return conversions.gdp_mu(self.epsilon, self.delta)
+
+    # -- spent ------------------------------------------------------------------
+    @property
+    def rho_spent(self) -> float:
+        return math.fsum(c.rho for c in self.charges)
+
+    @property
+    def mu_spent(self) -> float:
+        return math.sqrt(math.fsum(c.mu**2 for c in self.charges))
+
+    @property
+    def eps_spent(self) -> float:
+        return math.fsum(c.epsilon for c in self.charges)
+
+    @property
+    def delta_spent(self) -> float:
+        return math.fsum(c.delta for c in self.charges)
+
+    def remaining(self) -> float:
+        """Budget left, in the ledger's currency (rho, mu or epsilon)."""
+        if self.currency == "zcdp":
+            return max(self.rho_total - self.rho_spent, 0.0)
+        if self.currency == "gdp":
+            return math.sqrt(max(self.mu_total**2 - self.mu_spent**2, 0.0))
+        return max(self.epsilon - self.eps_spent, 0.0)
+
+    def spent_epsilon_delta(self) -> tuple[float, float]:
+        """What was spent, converted to (epsilon, delta) at the target delta."""
+        if not self.charges:
+            return 0.0, 0.0
+        if self.currency == "zcdp":
+            return conversions.cdp_eps(self.rho_spent, self.delta), self.delta
+        if self.currency == "gdp":
+            return conversions.gdp_eps(self.mu_spent, self.delta), self.delta
+        return self.eps_spent, self.delta_spent
+
+    # -- charging -----------------------------------------------------------------
+    def charge_rho(self, rho: float, label: str) -> None:
+        """Charge a rho-zCDP release (zcdp ledgers only)."""
+        self._require("zcdp", "rho")
+        self._add(Charge(label, "zcdp", rho=_nonneg(rho, "rho")))
+
+    def charge_mu(self, mu: float, label: str) -> None:
+        """Charge a mu-GDP release (gdp ledgers only)."""
+        self._require("gdp", "mu")
+        self._add(Charge(label, "gdp", mu=_nonneg(mu, "mu")))
+
+    def charge_pure(self, epsilon: float, label: str) -> None:
+        """Charge an epsilon-DP release; converted to the ledger's currency.
+
+        zcdp: rho = epsilon^2 / 2 (Bun & Steinke 2016, Prop. 1.4);
+        gdp:  mu = -2 Phi^{-1}(1 / (1 + e^epsilon)) (Dong, Roth & Su 2022);
+        approx / pure: (epsilon, 0).
+        """
+        epsilon = _nonneg(epsilon, "epsilon")
+        if self.currency == "zcdp":
+            self._add(Charge(label, "zcdp", epsilon=epsilon, rho=epsilon**2 / 2))
+        elif self.currency == "gdp":
+            self._add(Charge(label, "gdp", epsilon=epsilon, mu=conversions.pure_to_gdp(epsilon)))
+        else:
+            self._add(Charge(label, self.currency, epsilon=epsilon))
+
+    def charge_eps_delta(self, epsilon: float, delta: float, label: str) -> None:
+        """Charge an (epsilon, delta)-DP release (approx ledgers only)."""
+        self._require("approx", "(epsilon, delta)")
+        self._add(Charge(label, "approx", epsilon=_nonneg(epsilon, "epsilon"),
+                         delta=_nonneg(delta, "delta")))
+
+    def charge_gaussian(self, sensitivity: float, sigma: float, label: str) -> None:
+        """Charge a Gaussian release with L2 sensitivity and noise sd sigma.
+
+        zcdp: rho = Delta^2 / (2 sigma^2); gdp: mu = Delta / sigma.
+        """
+        if sigma <= 0:
+            raise ValueError(f"sigma must be > 0, got {sigma}")
+        if self.currency == "zcdp":
+            self.charge_rho(sensitivity**2 / (2 * sigma**2), label)
+        elif self.currency == "gdp":
+            self.charge_mu(sensitivity / sigma, label)
+        else:
+            raise TypeError(
+                f"charge_gaussian needs a zcdp or gdp ledger, this one is {self.currency!r}; "
+                "calibrate with an (epsilon, delta) share and use charge_eps_delta"
+            )
+
+    def summary(self) -> dict[str, float | str]:
+        """Flat record of the ledger for the trial result."""
+        eps, delta = self.spent_epsilon_delta()
+        out: dict[str, float | str] = {
+            "currency": self.currency,
+            "target_epsilon": self.epsilon,
+            "target_delta": self.delta,
+            "spent_epsilon": eps,
+            "spent_delta": delta,
+            "n_charges": float(len(self.charges)),
+        }
+        if self.currency == "zcdp":
+            out.update(rho_total=self.rho_total, rho_spent=self.rho_spent)
+        if self.currency == "gdp":
+            out.update(mu_total=self.mu_total, mu_spent=self.mu_spent)
+        return out
+
+    # -- internals ------------------------------------------------------------------
+    def _require(self, currency: str, what: str) -> None:
+        if self.currency != currency:
+            raise TypeError(f"cannot charge {what} to a {self.currency!r} ledger")
+
+    def _add(self, charge: Charge) -> None:
+        trial = Accountant(self.epsilon, self.delta, self.currency, [*self.charges, charge])
+        if trial._over():
+            raise BudgetExceeded(
+                f"charge {charge.label!r} would overspend the {self.currency} budget "
+                f"(target eps={self.epsilon}, delta={self.delta}): {trial._describe()}"
+            )
+        self.charges.append(charge)
+
+    def _over(self) -> bool:
+        if self.currency == "zcdp":
+            return self.rho_spent > self.rho_total * (1 + _REL_TOL)
+        if self.currency == "gdp":
+            return self.mu_spent > self.mu_total * (1 + _REL_TOL)
+        over_eps = self.eps_spent > self.epsilon * (1 + _REL_TOL)
+        over_delta = self.delta_spent > self.delta * (1 + _REL_TOL) + 1e-300
+        return over_eps or over_delta
+
+    def _describe(self) -> str:
+        if self.currency == "zcdp":
+            return f"rho {self.rho_spent:.6g} > {self.rho_total:.6g}"
+        if self.currency == "gdp":
+            return f"mu {self.mu_spent:.6g} > {self.mu_total:.6g}"
+        return f"eps {self.eps_spent:.6g} / delta {self.delta_spent:.3g}"
+
+
+def validate_budget(epsilon: float, delta: float, *, allow_zero_delta: bool = False) -> None:
+    """Raise ValueError with a one-line message if (epsilon, delta) is not a valid target."""
+    if not (isinstance(epsilon, int | float) and math.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"epsilon={epsilon!r} is invalid: it must be a finite number > 0")
+    lo_ok = delta >= 0 if allow_zero_delta else delta > 0
+    if not (isinstance(delta, int | float) and lo_ok and delta < 1):
+        raise ValueError(f"delta={delta!r} is invalid: it must lie in (0, 1)")
+
+
+def _nonneg(x: float, name: str) -> float:
+    x = float(x)
+    if not (math.isfinite(x) and x >= 0):
+        raise ValueError(f"{name}={x!r} must be finite and >= 0")
+    return x
