@@ -8,7 +8,7 @@ from dpbench.privacy.conversions import gdp_mu
 
 
 def sigma_classic(epsilon: float, delta: float, sensitivity: float) -> float:
-    """Dwork & Roth 2014, Thm A.1: sigma = sqrt(2 ln(1.25/delta)) Delta / eps (valid for eps < 1)."""
+    """Dwork & Roth 2014, Thm A.1: sigma = sqrt(2 ln(1.25/delta)) Delta / eps (for eps < 1)."""
     if not (epsilon > 0 and 0 < delta < 1):
         raise ValueError(f"need epsilon > 0 and delta in (0,1), got {epsilon}, {delta}")
     return math.sqrt(2 * math.log(1.25 / delta)) * sensitivity / epsilon

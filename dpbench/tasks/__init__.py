@@ -1,0 +1,15 @@
+"""Tasks: how a fitted method is scored. ``TASKS[name](model, split) -> metrics``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dpbench.data.base import Split
+from dpbench.methods.base import Method
+from dpbench.tasks import regression
+
+Evaluate = Callable[[Method, Split], dict[str, float]]
+
+TASKS: dict[str, Evaluate] = {
+    "regression": regression.evaluate,
+}

@@ -1,0 +1,257 @@
+"""The ``dpbench`` command: run / plan / status / figures / compact.
+
+Every subcommand takes Hydra overrides (``experiment=linreg_adult profile=smoke
+epsilons=[0.1,1] trials=3 runner.n_jobs=2``). Configs are composed with Hydra's
+compose API, so one command runs a whole grid without per-point output folders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from dpbench.data.files import DataError
+from dpbench.runner.grid import ConfigError, choices, conf_dir, expand, load_entry
+from dpbench.runner.spec import TrialSpec
+from dpbench.runner.store import FAILED, OK, ResultStore
+
+
+class UserError(Exception):
+    """Bad input: printed as one line, exit status 2."""
+
+
+def compose_config(overrides: Sequence[str]) -> DictConfig:
+    """Hydra compose of conf/ with the given overrides (errors become one line)."""
+    for ov in overrides:
+        key, _, value = ov.partition("=")
+        for group in ("experiment", "profile", "runner"):
+            if key.lstrip("+~") == group and value not in choices(group):
+                raise UserError(f"unknown {group} {value!r}; valid: {', '.join(choices(group))}")
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
+            return compose(config_name="config", overrides=list(overrides))
+    except (HydraException, OmegaConfBaseException) as exc:
+        msg = " ".join(str(exc).split())
+        raise UserError(f"bad override: {msg}") from None
+
+
+def store_of(cfg: DictConfig) -> ResultStore:
+    return ResultStore(Path(cfg.results_dir) / "store")
+
+
+def grid(cfg: DictConfig) -> list[TrialSpec]:
+    try:
+        return expand(cfg)
+    except (ConfigError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+
+
+def preflight(specs: Sequence[TrialSpec]) -> None:
+    """Load every dataset once and build every method before any trial runs.
+
+    Catches missing or corrupted data files and bad method parameters up front,
+    so a bad invocation changes nothing in the store.
+    """
+    import numpy as np
+
+    from dpbench.runner.execute import import_object
+
+    seen_d: set[str] = set()
+    seen_m: set[str] = set()
+    for s in specs:
+        dkey = f"{s.dataset_target}|{sorted(s.dataset_params.items())}"
+        if dkey not in seen_d:
+            seen_d.add(dkey)
+            try:
+                import_object(s.dataset_target)(rng=np.random.default_rng(0), **s.dataset_params)
+            except (DataError, ValueError, TypeError, FileNotFoundError) as exc:
+                raise UserError(f"dataset {s.dataset!r}: {exc}") from None
+        if s.method not in seen_m:
+            seen_m.add(s.method)
+            try:
+                import_object(s.method_target)(**s.method_params)
+            except (ValueError, TypeError) as exc:
+                raise UserError(f"method {s.method!r}: {exc}") from None
+
+
+def pending(specs: Sequence[TrialSpec], store: ResultStore) -> list[TrialSpec]:
+    """Trials not yet stored as ok (failed ones are retried), without duplicates."""
+    seen: set[str] = set()
+    out = []
+    for s in specs:
+        if s.key not in seen and store.status(s.key) != OK:
+            seen.add(s.key)
+            out.append(s)
+    return out
+
+
+def cmd_run(cfg: DictConfig) -> int:
+    specs = grid(cfg)
+    preflight(specs)
+    store = store_of(cfg)
+    todo = pending(specs, store)
+    name = cfg.experiment.name
+    print(f"{name}: {len(specs)} trials, {len(specs) - len(todo)} already done, "
+          f"{len(todo)} to run (store: {store.root})")
+    if not todo:
+        return 0
+    if cfg.runner.name == "slurm":
+        from dpbench.runner import slurm
+
+        return slurm.submit(cfg, todo, store)
+    from dpbench.runner.local import run_local
+
+    counts = run_local(todo, str(store.root), n_jobs=int(cfg.runner.n_jobs),
+                       progress=bool(cfg.runner.progress),
+                       trace_memory=bool(cfg.runner.get("trace_memory", True)), description=name)
+    print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    if counts.get(FAILED):
+        print(f"{counts[FAILED]} trial(s) failed; `dpbench status experiment={name}` shows why; "
+              "rerun to retry them", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _table(specs: Sequence[TrialSpec], store: ResultStore) -> tuple[Counter, dict]:
+    total: Counter[str] = Counter()
+    cells: dict[tuple[str, str, float], Counter[str]] = {}
+    for s in specs:
+        st = store.status(s.key) or "pending"
+        total[st] += 1
+        cells.setdefault((s.dataset, s.method, s.epsilon), Counter())[st] += 1
+    return total, cells
+
+
+def cmd_plan(cfg: DictConfig) -> int:
+    specs = grid(cfg)
+    store = store_of(cfg)
+    total, _ = _table(specs, store)
+    by_method = Counter(s.method for s in specs)
+    print(f"experiment {cfg.experiment.name} (profile {cfg.profile.name}): {len(specs)} trials")
+    ds = sorted({s.dataset for s in specs})
+    eps = sorted({s.epsilon for s in specs})
+    print(f"  datasets: {', '.join(ds)}")
+    print(f"  methods:  {', '.join(f'{m} ({n})' for m, n in sorted(by_method.items()))}")
+    print(f"  {cfg.budget_unit}s: {', '.join(f'{e:g}' for e in eps)}; delta: {cfg.delta}; "
+          f"trials per cell: {len({s.trial for s in specs})}")
+    print(f"  done {total[OK]}, failed {total[FAILED]}, to do {len(specs) - total[OK]}")
+    return 0
+
+
+def cmd_status(cfg: DictConfig) -> int:
+    specs = grid(cfg)
+    store = store_of(cfg)
+    total, cells = _table(specs, store)
+    extra = {}
+    if cfg.runner.name == "slurm":
+        from dpbench.runner import slurm
+
+        extra = slurm.status(cfg, specs, store)
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{cfg.experiment.name} ({cfg.profile.name})")
+    for col in ("dataset", "method", cfg.budget_unit, "ok", "failed", "pending"):
+        table.add_column(col)
+    for (d, m, e), c in sorted(cells.items()):
+        table.add_row(d, m, f"{e:g}", str(c[OK]), str(c[FAILED]), str(c["pending"]))
+    Console().print(table)
+    print(f"total: ok {total[OK]}, failed {total[FAILED]}, pending {total['pending']}"
+          + "".join(f", {k} {v}" for k, v in extra.items()))
+    for s in specs:
+        rec = store.get(s.key)
+        if rec and rec.get("status") == FAILED:
+            print(f"failed {s.dataset}/{s.method}/{s.epsilon:g}/{s.trial}: {rec.get('error')}")
+    return 0
+
+
+def figure_dir(cfg: DictConfig) -> Path:
+    base = Path(cfg.results_dir) / "figures"
+    name = cfg.experiment.name
+    return base / (name if cfg.profile.name == "default" else f"{name}-{cfg.profile.name}")
+
+
+def build_figures(cfg: DictConfig) -> list[Path]:
+    """Every figure and table of one experiment, from the store only."""
+    from dpbench.report.aggregate import results_frame
+    from dpbench.report.figures import FIGURE_KINDS
+
+    specs = grid(cfg)
+    frame = results_frame(specs, store_of(cfg), cfg.experiment.name)
+    if frame.empty:
+        return []
+    out = figure_dir(cfg)
+    paths: list[Path] = []
+    for fname in cfg.experiment.figures:
+        fig = {"name": fname, "title": cfg.experiment.name, **load_entry("figure", fname)}
+        kind = fig["kind"]
+        if kind not in FIGURE_KINDS:
+            raise UserError(f"figure {fname!r}: unknown kind {kind!r}; valid: "
+                            f"{', '.join(sorted(FIGURE_KINDS))}")
+        paths += FIGURE_KINDS[kind](frame, fig, out)
+    for check in cfg.experiment.get("checks") or []:
+        from dpbench.runner.execute import import_object
+
+        paths += import_object(check)(frame, out)
+    return paths
+
+
+def cmd_figures(overrides: Sequence[str]) -> int:
+    explicit = any(o.split("=")[0] == "experiment" for o in overrides)
+    names = [None] if explicit else choices("experiment")
+    n = 0
+    for name in names:
+        cfg = compose_config([*overrides] + ([] if name is None else [f"experiment={name}"]))
+        paths = build_figures(cfg)
+        for p in paths:
+            print(p)
+        n += len(paths)
+    if n == 0:
+        print("no stored results for these experiments yet; run `dpbench run experiment=...`")
+    store = store_of(compose_config(list(overrides)))
+    if store.keys():
+        print(store.compact())
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="dpbench", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, text in [("run", "run (or resume) an experiment's grid"),
+                       ("plan", "show the grid: trial counts, done / to do"),
+                       ("status", "done / failed / pending per dataset, method and epsilon"),
+                       ("figures", "build every figure and table from stored results"),
+                       ("compact", "write the store as one parquet file")]:
+        p = sub.add_parser(name, help=text)
+        p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. experiment=linreg_adult")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "figures":
+            return cmd_figures(args.overrides)
+        cfg = compose_config(args.overrides)
+        if args.command == "compact":
+            print(store_of(cfg).compact())
+            return 0
+        return {"run": cmd_run, "plan": cmd_plan, "status": cmd_status}[args.command](cfg)
+    except (UserError, DataError, ConfigError) as exc:
+        print(f"dpbench: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dpbench: interrupted; finished trials are stored, rerun to resume", file=sys.stderr)
+        return 130
+
+
+def _cfg_yaml(cfg: DictConfig) -> str:  # pragma: no cover - debugging aid
+    return OmegaConf.to_yaml(cfg)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Figure builders. ``FIGURE_KINDS[kind](frame, fig, out_dir) -> written paths``.
+
+Figures are drawn only from stored results. PNG and PDF are written with fixed
+metadata, so the same results give byte-identical files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from dpbench.report.aggregate import summarise  # noqa: E402
+from dpbench.report.tables import write_tables  # noqa: E402
+
+UNIT_SYMBOL = {"epsilon": r"$\varepsilon$", "mu": r"$\mu$ (GDP)", "rho": r"$\rho$ (zCDP)"}
+
+
+def save(fig: plt.Figure, stem: Path) -> list[Path]:
+    """Write ``stem``.png and ``stem``.pdf deterministically."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    png, pdf = stem.with_suffix(".png"), stem.with_suffix(".pdf")
+    fig.savefig(png, dpi=150, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(pdf, bbox_inches="tight", metadata={"CreationDate": None, "Producer": None,
+                                                     "Creator": None})
+    plt.close(fig)
+    return [png, pdf]
+
+
+def metric_vs_eps(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
+    """Mean metric +- 1 s.e. over trials vs privacy budget; one panel per dataset.
+
+    Non-private methods (privacy.private == False) are drawn as dashed lines.
+    """
+    metric = fig["metric"]
+    summary = summarise(frame, metric)
+    if summary.empty:
+        return []
+    unit = str(frame["budget_unit"].iloc[0])
+    private = frame.groupby("method")["privacy.private"].first().to_dict()
+    dlabels = sorted(summary["dataset_label"].unique())
+    ncol = min(len(dlabels), 4)
+    nrow = int(np.ceil(len(dlabels) / ncol))
+    f, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.4 * nrow), squeeze=False)
+    for ax, dlabel in zip(axes.flat, dlabels, strict=False):
+        part = summary[summary["dataset_label"] == dlabel]
+        for method, g in part.groupby("method", sort=True):
+            g = g.sort_values("epsilon")
+            style = "-o" if private.get(method, True) else "--"
+            ax.errorbar(g["epsilon"], g["mean"], yerr=g["se"].fillna(0), fmt=style, ms=4,
+                        capsize=3, label=str(g["method_label"].iloc[0]))
+        ax.set_title(dlabel)
+        ax.set_xlabel(UNIT_SYMBOL.get(unit, unit))
+        ax.set_ylabel(fig.get("ylabel", metric))
+        if fig.get("logx", True):
+            ax.set_xscale("log")
+        if fig.get("logy", False):
+            ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+    for ax in list(axes.flat)[len(dlabels):]:
+        ax.set_visible(False)
+    axes.flat[0].legend(fontsize=8)
+    if fig.get("note"):
+        f.text(0.01, -0.02, fig["note"], fontsize=7, ha="left", va="top", wrap=True)
+    f.tight_layout()
+    paths = save(f, out / fig["name"])
+    if fig.get("table", True):
+        title = f"{fig.get('title', fig['name'])}: {fig.get('ylabel', metric)} (mean ± s.e.)"
+        paths += write_tables(summary, out / fig["name"], title, unit)
+    return paths
+
+
+Builder = Callable[[pd.DataFrame, dict[str, Any], Path], list[Path]]
+
+FIGURE_KINDS: dict[str, Builder] = {
+    "metric_vs_eps": metric_vs_eps,
+}

@@ -1,0 +1,69 @@
+"""Markdown and LaTeX tables of mean +- standard error (methods x epsilons, per dataset)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+
+def _cell(mean: float, se: float, digits: int) -> str:
+    if math.isnan(mean):
+        return "—"
+    return f"{mean:.{digits}g}" if math.isnan(se) else f"{mean:.{digits}g} ± {se:.2g}"
+
+
+def wide_table(summary: pd.DataFrame, digits: int = 4) -> dict[str, pd.DataFrame]:
+    """Per dataset label: a frame with one row per method label and one column per epsilon."""
+    out = {}
+    for dlabel, part in summary.groupby("dataset_label", sort=True):
+        cells = part.assign(cell=[_cell(m, s, digits) for m, s in zip(part["mean"], part["se"],
+                                                                        strict=True)])
+        wide = cells.pivot(index="method_label", columns="epsilon", values="cell")
+        wide.columns = [f"{c:g}" for c in wide.columns]
+        out[str(dlabel)] = wide.fillna("—")
+    return out
+
+
+def to_markdown(tables: dict[str, pd.DataFrame], title: str, unit: str = "epsilon") -> str:
+    lines = [f"## {title}", ""]
+    for dlabel, wide in tables.items():
+        header = ["method", *[f"{unit}={c}" for c in wide.columns]]
+        lines += [f"### {dlabel}", "", "| " + " | ".join(header) + " |",
+                  "|" + "---|" * len(header)]
+        for method, row in wide.iterrows():
+            lines.append("| " + " | ".join([str(method), *row.tolist()]) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _tex(s: str) -> str:
+    return (s.replace("\\", r"\textbackslash{}").replace("&", r"\&").replace("%", r"\%")
+            .replace("_", r"\_").replace("#", r"\#").replace("±", r"$\pm$")
+            .replace("—", "--"))
+
+
+def to_latex(tables: dict[str, pd.DataFrame], title: str, unit: str = "epsilon") -> str:
+    sym = {"epsilon": r"\varepsilon", "mu": r"\mu", "rho": r"\rho"}.get(unit, unit)
+    parts = [f"% {title}"]
+    for dlabel, wide in tables.items():
+        cols = "l" + "r" * len(wide.columns)
+        parts += [r"\begin{table}[t]", r"\centering", rf"\caption{{{_tex(title)}: {_tex(dlabel)}}}",
+                  rf"\begin{{tabular}}{{{cols}}}", r"\toprule",
+                  " & ".join(["method", *[f"${sym}={c}$" for c in wide.columns]]) + r" \\",
+                  r"\midrule"]
+        for method, row in wide.iterrows():
+            parts.append(" & ".join(_tex(str(x)) for x in [method, *row.tolist()]) + r" \\")
+        parts += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    return "\n".join(parts)
+
+
+def write_tables(summary: pd.DataFrame, out: Path, title: str, unit: str = "epsilon") -> list[Path]:
+    """Write ``out``.md and ``out``.tex; returns the paths."""
+    tables = wide_table(summary)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    md, tex = out.with_suffix(".md"), out.with_suffix(".tex")
+    md.write_text(to_markdown(tables, title, unit))
+    tex.write_text(to_latex(tables, title, unit))
+    return [md, tex]

@@ -1,0 +1,147 @@
+"""Running one trial: data -> fit under a ledger -> task metrics -> stored record."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import math
+import os
+import platform
+import resource
+import socket
+import sys
+import time
+import traceback
+import tracemalloc
+from datetime import UTC, datetime
+from importlib import metadata
+from typing import Any
+
+from threadpoolctl import threadpool_limits
+
+from dpbench.privacy.accountant import Accountant, validate_budget
+from dpbench.privacy.conversions import cdp_eps, gdp_eps
+from dpbench.runner.spec import TrialSpec
+from dpbench.runner.store import FAILED, OK, ResultStore
+
+_VERSIONED = ("dpbench", "numpy", "scipy", "pandas", "scikit-learn", "mbi", "jax", "torch",
+              "opacus", "numpyro")
+
+
+def import_object(path: str) -> Any:
+    """Import ``pkg.module.attr`` or ``pkg.module:attr``."""
+    module, _, attr = path.replace(":", ".").rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot import {path!r}: {exc}") from None
+
+
+def resolve_delta(delta: float | str, n: int) -> float:
+    """A numeric delta, or a rule in n such as ``"n**-1.1"`` or ``"1/n**2"``."""
+    if not isinstance(delta, str):
+        return float(delta)
+    tree = ast.parse(delta, mode="eval")
+    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load,
+               ast.Pow, ast.Div, ast.Mult, ast.Sub, ast.Add, ast.USub)
+    for node in ast.walk(tree):
+        if not isinstance(node, allowed) or (isinstance(node, ast.Name) and node.id != "n"):
+            raise ValueError(f"delta rule {delta!r} may only use n, numbers and + - * / **")
+    return float(eval(compile(tree, "<delta>", "eval"), {"__builtins__": {}}, {"n": n}))
+
+
+def target_epsilon(value: float, delta: float, unit: str) -> float:
+    """The (epsilon, delta) target equivalent to a budget given as epsilon, mu-GDP or rho-zCDP."""
+    if unit == "epsilon":
+        return float(value)
+    if unit == "mu":
+        return gdp_eps(value, delta)
+    if unit == "rho":
+        return cdp_eps(value, delta)
+    raise ValueError(f"budget_unit={unit!r} unknown; valid: epsilon, mu, rho")
+
+
+def library_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in _VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def execute(spec: TrialSpec, *, trace_memory: bool = True) -> dict[str, Any]:
+    """Run one trial and return its record (status ok or failed, never raises on method errors)."""
+    from dpbench.tasks import TASKS  # late import: tasks pull in method modules
+
+    record: dict[str, Any] = {
+        "key": spec.key, "spec": spec.to_dict(), "host": socket.gethostname(), "pid": os.getpid(),
+        "started_at": datetime.now(UTC).isoformat(), "versions": library_versions(),
+        "argv": sys.argv[:1],
+    }
+    t0 = time.perf_counter()
+    if trace_memory:
+        tracemalloc.start()
+    try:
+        with threadpool_limits(limits=1):  # bit-identical results whatever the worker count
+            loader = import_object(spec.dataset_target)
+            split = loader(rng=spec.data_rng(), **spec.dataset_params)
+            t_data = time.perf_counter()
+            delta = resolve_delta(spec.delta, split.train.n)
+            epsilon = target_epsilon(spec.epsilon, delta, spec.budget_unit)
+            validate_budget(epsilon, delta)
+            cls = import_object(spec.method_target)
+            model = cls(**spec.method_params)
+            ledger = Accountant(epsilon, delta, currency=cls.accounting)
+            model.fit(split.train, ledger, spec.method_rng())
+            t_fit = time.perf_counter()
+            if cls.private and not ledger.charges:
+                raise RuntimeError(f"private method {spec.method!r} charged nothing to its ledger")
+            metrics = TASKS[spec.task](model, split)
+            t_eval = time.perf_counter()
+        record.update(
+            status=OK,
+            metrics={k: float(v) for k, v in metrics.items()},
+            info=model.info(),
+            privacy={**ledger.summary(), "private": cls.private,
+                     "charges": [c.__dict__ for c in ledger.charges]},
+            n_train=split.train.n, n_test=split.test.n, d=split.train.d,
+            timing={"data_s": t_data - t0, "fit_s": t_fit - t_data, "eval_s": t_eval - t_fit},
+        )
+    except Exception as exc:  # the trial fails, the sweep goes on
+        record.update(status=FAILED, error=f"{type(exc).__name__}: {exc}",
+                      traceback=traceback.format_exc())
+    finally:
+        if trace_memory:
+            record["peak_mem_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
+            tracemalloc.stop()
+    record["wall_s"] = time.perf_counter() - t0
+    record["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    record["finished_at"] = datetime.now(UTC).isoformat()
+    _finite_or_none(record)
+    return record
+
+
+def run_trial(spec: TrialSpec | dict[str, Any], store_root: str, *,
+              trace_memory: bool = True) -> str:
+    """Execute one trial and write its record to the store; returns the status.
+
+    This is the unit of work for every backend (local joblib worker, SLURM task).
+    A trial already stored as ok is not rerun.
+    """
+    spec = spec if isinstance(spec, TrialSpec) else TrialSpec.from_dict(spec)
+    store = ResultStore(store_root)
+    if store.status(spec.key) == OK:
+        return OK
+    record = execute(spec, trace_memory=trace_memory)
+    store.put(record)
+    return record["status"]
+
+
+def _finite_or_none(obj: Any) -> None:
+    """Replace nan/inf metric values by None so the JSON stays standard."""
+    metrics = obj.get("metrics") or {}
+    for k, v in metrics.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            metrics[k] = None

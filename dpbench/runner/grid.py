@@ -1,0 +1,148 @@
+"""The one grid expander: composed config -> validated list of TrialSpecs.
+
+Everything is checked before any work starts (unknown dataset / method / task,
+epsilon <= 0, delta outside (0, 1), a malformed delta rule), with a one-line
+error naming the bad value and the valid choices.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from dpbench.runner.spec import TrialSpec
+
+BUDGET_UNITS = ("epsilon", "mu", "rho")
+
+
+class ConfigError(ValueError):
+    """Invalid experiment configuration (one-line message)."""
+
+
+def conf_dir() -> Path:
+    """The repository's Hydra config tree."""
+    return Path(__file__).resolve().parents[2] / "conf"
+
+
+def choices(group: str) -> list[str]:
+    """Names of the yaml files in ``conf/<group>/``."""
+    return sorted(p.stem for p in (conf_dir() / group).glob("*.yaml"))
+
+
+def load_entry(group: str, name: str) -> dict[str, Any]:
+    """A dataset/method/figure yaml as a plain dict; ``base: other`` inherits from a sibling."""
+    valid = choices(group)
+    if name not in valid:
+        raise ConfigError(f"unknown {group} {name!r}; valid: {', '.join(valid)}")
+    node = OmegaConf.load(conf_dir() / group / f"{name}.yaml")
+    base = node.pop("base", None) if isinstance(node, DictConfig) else None
+    if base:
+        node = OmegaConf.merge(load_entry(group, base), node)
+    return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
+
+
+def _merged_params(entry: Mapping[str, Any], profile: str) -> dict[str, Any]:
+    params = dict(entry.get("params") or {})
+    params.update((entry.get("profiles") or {}).get(profile) or {})
+    return params
+
+
+def _as_list(value: Any, name: str) -> list[Any]:
+    if value is None or value == "???":
+        raise ConfigError(f"{name} is not set; give it on the command line, e.g. {name}=[...]")
+    if isinstance(value, str | int | float):
+        return [value]
+    return list(value)
+
+
+def _get(cfg: DictConfig, key: str) -> Any:
+    if key not in cfg or OmegaConf.is_missing(cfg, key):
+        return None
+    value = cfg[key]
+    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+
+
+def check_budget(epsilon: Any, delta: Any, unit: str = "epsilon") -> None:
+    """Validate one grid point's privacy parameters (delta may be a rule in n)."""
+    if unit not in BUDGET_UNITS:
+        raise ConfigError(f"budget_unit={unit!r} unknown; valid: {', '.join(BUDGET_UNITS)}")
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not (
+            math.isfinite(epsilon) and epsilon > 0):
+        raise ConfigError(f"{unit}={epsilon!r} is invalid: every value in epsilons must be a "
+                          "finite number > 0")
+    if isinstance(delta, str):
+        from dpbench.runner.execute import resolve_delta
+
+        try:
+            values = [resolve_delta(delta, n) for n in (10, 1000, 10**6)]
+        except (ValueError, SyntaxError, ZeroDivisionError) as exc:
+            raise ConfigError(f"delta={delta!r} is not a valid rule in n: {exc}") from None
+        if not all(0 < v < 1 for v in values):
+            raise ConfigError(f"delta={delta!r} must give values in (0, 1) for n >= 10")
+        return
+    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 < delta < 1:
+        raise ConfigError(f"delta={delta!r} is invalid: it must lie in (0, 1) "
+                          "(or be a rule in n such as 'n**-1.1')")
+
+
+def thin(values: Sequence[Any], k: int | None) -> list[Any]:
+    """At most k values, evenly spread and keeping both ends."""
+    values = list(values)
+    if k is None or k >= len(values):
+        return values
+    if k <= 1:
+        return values[-1:]
+    idx = np.unique(np.round(np.linspace(0, len(values) - 1, k)).astype(int))
+    return [values[i] for i in idx]
+
+
+def expand(cfg: DictConfig) -> list[TrialSpec]:
+    """All trials of the composed experiment, in a fixed order (dataset, method, eps, trial)."""
+    from dpbench.tasks import TASKS
+
+    exp = cfg.experiment
+    profile = cfg.profile.name
+    datasets = [cfg.dataset] if cfg.get("dataset") else _as_list(_get(cfg, "datasets"), "datasets")
+    methods = [cfg.method] if cfg.get("method") else _as_list(_get(cfg, "methods"), "methods")
+    epsilons = thin(_as_list(_get(cfg, "epsilons"), "epsilons"), cfg.profile.get("max_epsilons"))
+    trials = int(cfg.trials)
+    if cfg.profile.get("trials") is not None:
+        trials = min(trials, int(cfg.profile.trials))
+    if trials < 1:
+        raise ConfigError(f"trials={trials} is invalid: it must be >= 1")
+    task = exp.task
+    if task not in TASKS:
+        raise ConfigError(f"unknown task {task!r}; valid: {', '.join(sorted(TASKS))}")
+    unit = cfg.get("budget_unit", "epsilon")
+    for eps in epsilons:
+        check_budget(eps, cfg.delta, unit)
+
+    dentries = {d: load_entry("dataset", d) for d in datasets}
+    mentries = {m: load_entry("method", m) for m in methods}
+    for name, entry in {**dentries, **mentries}.items():
+        if "_target_" not in entry:
+            raise ConfigError(f"config {name!r} has no _target_")
+
+    specs = []
+    for d in datasets:
+        de = dentries[d]
+        dparams = _merged_params(de, profile)
+        for m in methods:
+            me = mentries[m]
+            mparams = _merged_params(me, profile)
+            for eps in epsilons:
+                for t in range(trials):
+                    specs.append(TrialSpec(
+                        dataset=d, dataset_target=de["_target_"], dataset_params=dparams,
+                        method=m, method_target=me["_target_"], method_params=mparams,
+                        task=task, epsilon=float(eps), delta=cfg.delta, budget_unit=unit,
+                        trial=t,
+                        meta={"dataset_label": de.get("label", d),
+                              "method_label": me.get("label", m)},
+                    ))
+    return specs

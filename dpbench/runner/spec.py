@@ -1,0 +1,81 @@
+"""TrialSpec: a frozen, fully resolved description of one trial, and its identity.
+
+The spec's content hash is the trial's key in the store; both random seeds are
+derived from content (numpy SeedSequence), so a result never depends on
+execution order, worker count or backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON (sorted keys, no whitespace) used for hashing."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def digest(obj: Any) -> str:
+    """sha256 hex digest of ``canonical_json(obj)``."""
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """One (dataset, method, epsilon, delta, trial) cell with every setting resolved.
+
+    ``meta`` holds presentation-only fields (labels) and is excluded from the key.
+    ``delta`` is a number or a rule in n (training rows), e.g. ``"n**-1.1"``.
+    ``epsilon`` is in ``budget_unit``: epsilon itself, or a mu-GDP mu / zCDP rho
+    that the runner converts to the equivalent epsilon at ``delta``.
+    """
+
+    dataset: str
+    dataset_target: str
+    dataset_params: dict[str, Any]
+    method: str
+    method_target: str
+    method_params: dict[str, Any]
+    task: str
+    epsilon: float
+    delta: float | str
+    budget_unit: str
+    trial: int
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that determines the result (the hashed content)."""
+        d = asdict(self)
+        d.pop("meta")
+        return d
+
+    @property
+    def key(self) -> str:
+        return digest(self.identity())
+
+    def data_identity(self) -> dict[str, Any]:
+        """What determines the trial's data split: shared by all methods and epsilons."""
+        return {"dataset": self.dataset, "target": self.dataset_target,
+                "params": self.dataset_params, "trial": self.trial}
+
+    def data_rng(self) -> np.random.Generator:
+        return np.random.default_rng(_seed(digest(self.data_identity())))
+
+    def method_rng(self) -> np.random.Generator:
+        return np.random.default_rng(_seed(self.key))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrialSpec:
+        return cls(**d)
+
+
+def _seed(hexdigest: str) -> np.random.SeedSequence:
+    return np.random.SeedSequence(int(hexdigest[:32], 16))

@@ -1,0 +1,21 @@
+"""Regression metrics on the held-out test set."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpbench.data.base import Split
+from dpbench.methods.base import Method
+
+
+def mse(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    """Mean squared error."""
+    return float(np.mean((np.asarray(y_true) - np.asarray(y_pred)) ** 2))
+
+
+def evaluate(model: Method, split: Split) -> dict[str, float]:
+    """Test MSE (the DD-SSP paper's Fig. 3a metric) and train MSE of a linear model."""
+    return {
+        "mse": mse(split.test.y, model.predict(split.test.X)),
+        "train_mse": mse(split.train.y, model.predict(split.train.X)),
+    }
