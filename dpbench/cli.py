@@ -30,11 +30,15 @@ class UserError(Exception):
 
 def compose_config(overrides: Sequence[str]) -> DictConfig:
     """Hydra compose of conf/ with the given overrides (errors become one line)."""
-    for ov in overrides:
+    overrides = list(overrides)
+    for i, ov in enumerate(overrides):
         key, _, value = ov.partition("=")
-        for group in ("experiment", "profile", "runner"):
-            if key.lstrip("+~") == group and value not in choices(group):
+        key = key.lstrip("+~")
+        for group in ("experiment", "profile", "runner", "dataset", "method"):
+            if key == group and value not in choices(group):
                 raise UserError(f"unknown {group} {value!r}; valid: {', '.join(choices(group))}")
+        if key in ("dataset", "method"):  # shortcut for a one-element axis
+            overrides[i] = f"{key}s=[{value}]"
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
             return compose(config_name="config", overrides=list(overrides))

@@ -107,8 +107,8 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
 
     exp = cfg.experiment
     profile = cfg.profile.name
-    datasets = [cfg.dataset] if cfg.get("dataset") else _as_list(_get(cfg, "datasets"), "datasets")
-    methods = [cfg.method] if cfg.get("method") else _as_list(_get(cfg, "methods"), "methods")
+    datasets = _as_list(_get(cfg, "datasets"), "datasets")
+    methods = _as_list(_get(cfg, "methods"), "methods")
     epsilons = thin(_as_list(_get(cfg, "epsilons"), "epsilons"), cfg.profile.get("max_epsilons"))
     trials = int(cfg.trials)
     if cfg.profile.get("trials") is not None:

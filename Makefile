@@ -1,0 +1,39 @@
+# dpbench: the two commands a user needs are `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+DPB    := $(VENV)/bin/dpbench
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test smoke figures lint bench clean-results
+
+install: $(STAMP)   ## virtualenv with every dependency (torch pinned to the 2.13.0 CPU build)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first and pinned: an unpinned torch would pull several GB of CUDA packages
+	$(PY) -m pip install --quiet "torch==2.13.0"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+demo: install       ## the main job: linreg_adult (DD-SSP Fig. 3a, Adult) and its figure
+	$(DPB) run experiment=linreg_adult runner.n_jobs=2
+	$(DPB) figures experiment=linreg_adult
+
+test: install       ## the whole test suite (what CI runs)
+	$(PY) -m pytest -q
+
+smoke: install      ## every experiment's smoke profile, then its figures
+	for e in $$(ls conf/experiment | sed 's/\.yaml$$//'); do \
+	  $(DPB) run experiment=$$e profile=smoke runner.n_jobs=2 || exit 1; \
+	  $(DPB) figures experiment=$$e profile=smoke || exit 1; done
+
+figures: install    ## every figure and table, from stored results only
+	$(DPB) figures
+
+lint: install
+	$(VENV)/bin/ruff check dpbench tests scripts
+
+bench: install      ## speed benchmarks (ratios against an in-process baseline)
+	$(PY) scripts/bench_runner.py

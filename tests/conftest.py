@@ -1,0 +1,32 @@
+"""Shared fixtures: a repo-local CLI runner writing into temporary result folders."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def dpbench_cmd(*args: str) -> list[str]:
+    """The dpbench CLI of this checkout, run with the current interpreter."""
+    return [sys.executable, "-m", "dpbench.cli", *args]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None,
+            check: bool = False) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run(dpbench_cmd(*args), capture_output=True, text=True, cwd=REPO,
+                          env=full_env, timeout=900)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"dpbench {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    return tmp_path / "results"

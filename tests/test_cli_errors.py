@@ -1,0 +1,77 @@
+"""Bad input: one-line error naming the value and the choices, exit != 0, store untouched."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import REPO, run_cli
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()} if root.exists() else {}
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A results folder holding a finished smoke run, to prove errors do not touch it."""
+    results = tmp_path_factory.mktemp("seeded") / "results"
+    run_cli("run", "experiment=linreg_adult", "profile=smoke", f"results_dir={results}",
+            "runner.progress=false", check=True)
+    return results
+
+
+@pytest.mark.parametrize(("override", "must_name", "must_list"), [
+    ("dataset=nope", "'nope'", "adult"),
+    ("method=nope", "'nope'", "adassp"),
+    ("experiment=nope", "'nope'", "linreg_adult"),
+    ("profile=nope", "'nope'", "smoke"),
+    ("epsilons=[-1]", "-1", "> 0"),
+    ("epsilons=[0]", "0", "> 0"),
+    ("delta=2", "2", "(0, 1)"),
+    ("delta=0", "0", "(0, 1)"),
+    ("delta=n**2", "n**2", "(0, 1)"),
+    ("trials=0", "0", ">= 1"),
+])
+def test_bad_value_is_one_line_and_changes_nothing(seeded: Path, override: str,
+                                                    must_name: str, must_list: str) -> None:
+    before = _snapshot(seeded)
+    proc = run_cli("run", "experiment=linreg_adult", "profile=smoke", override,
+                   f"results_dir={seeded}")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert must_name in lines[0] and must_list in lines[0], lines[0]
+    assert "Traceback" not in proc.stderr
+    assert _snapshot(seeded) == before
+
+
+def test_corrupted_data_file_fails_before_any_work(seeded: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(REPO / "data" / "ddssp_adult", data / "ddssp_adult")
+    target = data / "ddssp_adult" / "adult.csv.gz"
+    blob = bytearray(target.read_bytes())
+    blob[len(blob) // 2] ^= 0xFF  # flip one byte in the middle
+    target.write_bytes(bytes(blob))
+    before = _snapshot(seeded)
+    proc = run_cli("run", "experiment=linreg_adult", "profile=smoke", "trials=3",
+                   f"results_dir={seeded}", env={"DPBENCH_DATA_DIR": str(data)})
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "adult.csv.gz" in lines[0], proc.stderr
+    assert _snapshot(seeded) == before
+
+
+def test_missing_data_file_names_the_file(seeded: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(REPO / "data" / "ddssp_adult", data / "ddssp_adult")
+    (data / "ddssp_adult" / "adult.csv.gz").unlink()
+    proc = run_cli("plan", "experiment=linreg_adult", f"results_dir={seeded}",
+                   env={"DPBENCH_DATA_DIR": str(data)})
+    assert proc.returncode == 0  # plan does no data work
+    proc = run_cli("run", "experiment=linreg_adult", "profile=smoke", "trials=3",
+                   f"results_dir={seeded}", env={"DPBENCH_DATA_DIR": str(data)})
+    assert proc.returncode == 2 and "adult.csv.gz" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
