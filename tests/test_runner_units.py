@@ -1,0 +1,74 @@
+"""Grid expansion, spec identity and seeds, the atomic store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dpbench.cli import compose_config
+from dpbench.runner.execute import resolve_delta
+from dpbench.runner.grid import ConfigError, expand, thin
+from dpbench.runner.store import ResultStore
+
+
+def test_grid_size_order_and_overrides() -> None:
+    specs = expand(compose_config(["experiment=linreg_adult"]))
+    assert len(specs) == 1 * 3 * 5 * 5
+    assert len({s.key for s in specs}) == len(specs)
+    specs = expand(compose_config(["experiment=linreg_adult", "epsilons=[0.1,1]", "trials=3",
+                                   "method=adassp"]))
+    assert [(s.method, s.epsilon, s.trial) for s in specs] == [
+        ("adassp", e, t) for e in (0.1, 1.0) for t in range(3)]
+
+
+def test_profile_caps_and_dataset_profile_params() -> None:
+    specs = expand(compose_config(["experiment=linreg_adult", "profile=smoke"]))
+    assert {s.trial for s in specs} == {0, 1} and {s.epsilon for s in specs} == {0.05, 2.0}
+    assert {s.dataset_params["n_train_max"] for s in specs} == {5000}
+
+
+def test_seeds_depend_on_content_only() -> None:
+    a = expand(compose_config(["experiment=linreg_adult"]))
+    b = expand(compose_config(["experiment=linreg_adult", "methods=[adassp,public]",
+                               "epsilons=[2.0,0.1]"]))
+    by_key = {s.key: s for s in a}
+    for s in b:
+        assert s.key in by_key
+        assert s.method_rng().random() == by_key[s.key].method_rng().random()
+    # the data split is shared by all methods and epsilons of a (dataset, trial) cell
+    cell = [s for s in a if s.trial == 2]
+    draws = {s.data_rng().integers(1 << 62) for s in cell}
+    assert len(draws) == 1
+    assert a[0].method_rng().random() != a[1].method_rng().random()
+
+
+def test_delta_rules() -> None:
+    assert resolve_delta(1e-5, 10) == 1e-5
+    assert resolve_delta("n**-1.1", 1000) == pytest.approx(1000**-1.1)
+    assert resolve_delta("1/n**2", 100) == pytest.approx(1e-4)
+    with pytest.raises(ValueError):
+        resolve_delta("__import__('os')", 10)
+    with pytest.raises(ConfigError, match="delta"):
+        expand(compose_config(["experiment=linreg_adult", "delta=n"]))
+
+
+def test_thin_keeps_ends() -> None:
+    assert thin([1, 2, 3, 4, 5], 2) == [1, 5]
+    assert thin([1, 2, 3, 4, 5], 3) == [1, 3, 5]
+    assert thin([1, 2], None) == [1, 2]
+
+
+def test_store_atomic_put_and_compact(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    for i in range(3):
+        store.put({"key": f"{i:064x}", "status": "ok", "metrics": {"mse": i / 2}})
+    (store.trials / "00" / ".tmp-leftover.json").write_text("{partial")  # a crashed write
+    assert store.keys() == [f"{i:064x}" for i in range(3)]
+    assert store.status(f"{1:064x}") == "ok" and store.status("f" * 64) is None
+    frame = pd.read_parquet(store.compact())
+    assert sorted(frame["metrics.mse"]) == [0, 0.5, 1.0]
+    store.put({"key": f"{1:064x}", "status": "failed"})
+    assert json.loads(store.path(f"{1:064x}").read_text())["status"] == "failed"
