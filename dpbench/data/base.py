@@ -41,6 +41,8 @@ class TabularData:
     and ``y_bound`` every |y| (public, data-independent: used for sensitivity).
     Marginal-based methods use ``discrete`` (integer codes) and ``domain``.
     ``truth`` carries known ground truth for synthetic data (e.g. ``beta``).
+    ``x_range`` (d, 2) and ``y_range`` are optional public per-feature / label
+    [lower, upper] boxes that every row respects (box-based methods: BinAgg).
     """
 
     X: NDArray
@@ -53,6 +55,8 @@ class TabularData:
     domain: Mapping[str, int] | None = None
     encoding: Encoding | None = None
     truth: Mapping[str, NDArray] = field(default_factory=dict)
+    x_range: NDArray | None = None
+    y_range: tuple[float, float] | None = None
 
     @property
     def n(self) -> int:

@@ -9,6 +9,7 @@ from dpbench.privacy.conversions import (
     gdp_delta,
     gdp_eps,
     gdp_mu,
+    gdp_to_pure,
     pure_to_gdp,
 )
 from dpbench.privacy.gaussian import sigma_analytic, sigma_classic, sigma_zcdp
@@ -21,7 +22,7 @@ from dpbench.privacy.mechanisms import (
 
 __all__ = [
     "Accountant", "BudgetExceeded", "validate_budget", "cdp_delta", "cdp_eps", "cdp_rho",
-    "gdp_compose", "gdp_delta", "gdp_eps", "gdp_mu", "pure_to_gdp", "sigma_analytic",
+    "gdp_compose", "gdp_delta", "gdp_eps", "gdp_mu", "gdp_to_pure", "pure_to_gdp", "sigma_analytic",
     "sigma_classic", "sigma_zcdp", "exponential_mechanism", "gaussian_mechanism",
     "laplace_mechanism", "symmetric_gaussian_matrix",
 ]

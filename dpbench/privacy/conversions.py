@@ -108,6 +108,17 @@ def pure_to_gdp(epsilon: float) -> float:
     return float(2 * special.ndtri(special.expit(epsilon)))
 
 
+def gdp_to_pure(mu: float) -> float:
+    """Largest epsilon such that every epsilon-DP mechanism is mu-GDP (inverse of pure_to_gdp).
+
+    mu = 2 Phi^{-1}(e^eps / (1 + e^eps))  <=>  eps = logit(Phi(mu / 2)).
+    Used to run an epsilon-DP algorithm (e.g. PrivTree) inside a mu-GDP budget.
+    """
+    if not (math.isfinite(mu) and mu >= 0):
+        raise ValueError(f"mu must be finite and >= 0, got {mu}")
+    return float(special.log_ndtr(mu / 2) - special.log_ndtr(-mu / 2))
+
+
 def gdp_compose(*mus: float) -> float:
     """Composition of mu_i-GDP mechanisms: sqrt(sum mu_i^2) (DRS 2022, Cor. 3.3)."""
     return float(np.sqrt(np.sum(np.square(np.asarray(mus, dtype=float)))))
