@@ -105,7 +105,8 @@ def pure_to_gdp(epsilon: float) -> float:
     """
     if epsilon < 0:
         raise ValueError(f"epsilon must be >= 0, got {epsilon}")
-    return float(2 * special.ndtri(special.expit(epsilon)))
+    # -2 Phi^{-1}(1/(1+e^eps)) evaluated in log space: stable for large eps
+    return float(-2 * special.ndtri_exp(-np.logaddexp(0.0, epsilon)))
 
 
 def gdp_to_pure(mu: float) -> float:
