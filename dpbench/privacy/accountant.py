@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from dpbench.privacy import conversions
+from dpbench.privacy._checks import check_delta, check_nonneg, check_positive
 
 Currency = Literal["zcdp", "gdp", "approx", "pure"]
 CURRENCIES: tuple[str, ...] = ("zcdp", "gdp", "approx", "pure")
@@ -108,12 +109,12 @@ class Accountant:
     def charge_rho(self, rho: float, label: str) -> None:
         """Charge a rho-zCDP release (zcdp ledgers only)."""
         self._require("zcdp", "rho")
-        self._add(Charge(label, "zcdp", rho=_nonneg(rho, "rho")))
+        self._add(Charge(label, "zcdp", rho=check_nonneg(rho, "rho")))
 
     def charge_mu(self, mu: float, label: str) -> None:
         """Charge a mu-GDP release (gdp ledgers only)."""
         self._require("gdp", "mu")
-        self._add(Charge(label, "gdp", mu=_nonneg(mu, "mu")))
+        self._add(Charge(label, "gdp", mu=check_nonneg(mu, "mu")))
 
     def charge_pure(self, epsilon: float, label: str) -> None:
         """Charge an epsilon-DP release; converted to the ledger's currency.
@@ -122,7 +123,7 @@ class Accountant:
         gdp:  mu = -2 Phi^{-1}(1 / (1 + e^epsilon)) (Dong, Roth & Su 2022);
         approx / pure: (epsilon, 0).
         """
-        epsilon = _nonneg(epsilon, "epsilon")
+        epsilon = check_nonneg(epsilon, "epsilon")
         if self.currency == "zcdp":
             self._add(Charge(label, "zcdp", epsilon=epsilon, rho=epsilon**2 / 2))
         elif self.currency == "gdp":
@@ -133,16 +134,16 @@ class Accountant:
     def charge_eps_delta(self, epsilon: float, delta: float, label: str) -> None:
         """Charge an (epsilon, delta)-DP release (approx ledgers only)."""
         self._require("approx", "(epsilon, delta)")
-        self._add(Charge(label, "approx", epsilon=_nonneg(epsilon, "epsilon"),
-                         delta=_nonneg(delta, "delta")))
+        self._add(Charge(label, "approx", epsilon=check_nonneg(epsilon, "epsilon"),
+                         delta=check_nonneg(delta, "delta")))
 
     def charge_gaussian(self, sensitivity: float, sigma: float, label: str) -> None:
         """Charge a Gaussian release with L2 sensitivity and noise sd sigma.
 
         zcdp: rho = Delta^2 / (2 sigma^2); gdp: mu = Delta / sigma.
         """
-        if sigma <= 0:
-            raise ValueError(f"sigma must be > 0, got {sigma}")
+        sensitivity = check_nonneg(sensitivity, "sensitivity")
+        sigma = check_positive(sigma, "sigma")
         if self.currency == "zcdp":
             self.charge_rho(sensitivity**2 / (2 * sigma**2), label)
         elif self.currency == "gdp":
@@ -202,16 +203,9 @@ class Accountant:
 
 
 def validate_budget(epsilon: float, delta: float, *, allow_zero_delta: bool = False) -> None:
-    """Raise ValueError with a one-line message if (epsilon, delta) is not a valid target."""
-    if not (isinstance(epsilon, int | float) and math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon={epsilon!r} is invalid: it must be a finite number > 0")
-    lo_ok = delta >= 0 if allow_zero_delta else delta > 0
-    if not (isinstance(delta, int | float) and lo_ok and delta < 1):
-        raise ValueError(f"delta={delta!r} is invalid: it must lie in (0, 1)")
+    """Raise ValueError with a one-line message if (epsilon, delta) is not a valid target.
 
-
-def _nonneg(x: float, name: str) -> float:
-    x = float(x)
-    if not (math.isfinite(x) and x >= 0):
-        raise ValueError(f"{name}={x!r} must be finite and >= 0")
-    return x
+    Any real number type is accepted (e.g. numpy scalars from a config grid).
+    """
+    check_positive(epsilon, "epsilon")
+    check_delta(delta, allow_zero=allow_zero_delta)

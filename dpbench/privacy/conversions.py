@@ -11,17 +11,22 @@ import math
 import numpy as np
 from scipy import optimize, special
 
+from dpbench.privacy._checks import check_delta, check_nonneg, check_positive
+
 # --------------------------------------------------------------------------- zCDP
 
 
 def cdp_delta(rho: float, epsilon: float) -> float:
     """Smallest delta such that rho-zCDP implies (epsilon, delta)-DP.
 
-    Canonne, Kamath & Steinke 2020, Prop. 7 (the exact bound used by AIM/MST):
+    Canonne, Kamath & Steinke 2020 (arXiv:2004.00010, Sec. 2.3, Cor. 13; the
+    bound used by AIM/MST):
         delta = inf_{a > 1} exp((a-1)(a rho - eps)) / (a-1) * (1 - 1/a)^a.
+    Every a > 1 gives a valid delta, so an inexact minimiser only errs on the
+    safe side.
     """
-    if rho < 0 or epsilon < 0:
-        raise ValueError(f"need rho >= 0 and epsilon >= 0, got rho={rho}, epsilon={epsilon}")
+    check_nonneg(rho, "rho")
+    check_nonneg(epsilon, "epsilon")
     if rho == 0:
         return 0.0
 
@@ -37,7 +42,8 @@ def cdp_delta(rho: float, epsilon: float) -> float:
 
 def cdp_eps(rho: float, delta: float) -> float:
     """Smallest epsilon such that rho-zCDP implies (epsilon, delta)-DP."""
-    _check_delta(delta)
+    check_nonneg(rho, "rho")
+    check_delta(delta)
     if rho == 0:
         return 0.0
     hi = rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1.0  # the classic bound is above
@@ -47,7 +53,8 @@ def cdp_eps(rho: float, delta: float) -> float:
 
 def cdp_rho(epsilon: float, delta: float) -> float:
     """Largest rho such that rho-zCDP implies (epsilon, delta)-DP (inverse of cdp_eps)."""
-    _check_eps_delta(epsilon, delta)
+    check_positive(epsilon, "epsilon")
+    check_delta(delta)
     hi = epsilon + 1.0
     while cdp_delta(hi, epsilon) <= delta:
         hi *= 2
@@ -63,8 +70,8 @@ def gdp_delta(mu: float, epsilon: float) -> float:
 
     delta = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), computed in log space.
     """
-    if mu < 0:
-        raise ValueError(f"mu must be >= 0, got {mu}")
+    check_nonneg(mu, "mu")
+    check_nonneg(epsilon, "epsilon")
     if mu == 0:
         return 0.0
     a = special.log_ndtr(-epsilon / mu + mu / 2)
@@ -76,7 +83,8 @@ def gdp_delta(mu: float, epsilon: float) -> float:
 
 def gdp_eps(mu: float, delta: float) -> float:
     """Smallest epsilon such that mu-GDP implies (epsilon, delta)-DP."""
-    _check_delta(delta)
+    check_nonneg(mu, "mu")
+    check_delta(delta)
     if mu == 0 or gdp_delta(mu, 0.0) <= delta:
         return 0.0
     hi = 1.0
@@ -88,7 +96,8 @@ def gdp_eps(mu: float, delta: float) -> float:
 
 def gdp_mu(epsilon: float, delta: float) -> float:
     """Largest mu such that mu-GDP implies (epsilon, delta)-DP."""
-    _check_eps_delta(epsilon, delta)
+    check_positive(epsilon, "epsilon")
+    check_delta(delta)
     hi = 1.0
     while gdp_delta(hi, epsilon) <= delta:
         hi *= 2
@@ -103,8 +112,7 @@ def pure_to_gdp(epsilon: float) -> float:
     alpha* = 1/(1+e^eps); G_mu is convex, so G_mu <= f_eps iff it holds at the
     kink: mu = -2 Phi^{-1}(1/(1+e^eps)) = 2 Phi^{-1}(e^eps/(1+e^eps)).
     """
-    if epsilon < 0:
-        raise ValueError(f"epsilon must be >= 0, got {epsilon}")
+    check_nonneg(epsilon, "epsilon")
     # -2 Phi^{-1}(1/(1+e^eps)) evaluated in log space: stable for large eps
     return float(-2 * special.ndtri_exp(-np.logaddexp(0.0, epsilon)))
 
@@ -115,22 +123,12 @@ def gdp_to_pure(mu: float) -> float:
     mu = 2 Phi^{-1}(e^eps / (1 + e^eps))  <=>  eps = logit(Phi(mu / 2)).
     Used to run an epsilon-DP algorithm (e.g. PrivTree) inside a mu-GDP budget.
     """
-    if not (math.isfinite(mu) and mu >= 0):
-        raise ValueError(f"mu must be finite and >= 0, got {mu}")
+    check_nonneg(mu, "mu")
     return float(special.log_ndtr(mu / 2) - special.log_ndtr(-mu / 2))
 
 
 def gdp_compose(*mus: float) -> float:
     """Composition of mu_i-GDP mechanisms: sqrt(sum mu_i^2) (DRS 2022, Cor. 3.3)."""
+    for m in mus:
+        check_nonneg(m, "mu")
     return float(np.sqrt(np.sum(np.square(np.asarray(mus, dtype=float)))))
-
-
-def _check_delta(delta: float) -> None:
-    if not 0 < delta < 1:
-        raise ValueError(f"delta={delta!r} is invalid: it must lie in (0, 1)")
-
-
-def _check_eps_delta(epsilon: float, delta: float) -> None:
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon={epsilon!r} is invalid: it must be a finite number > 0")
-    _check_delta(delta)

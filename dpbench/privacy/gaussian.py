@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import math
 
+from dpbench.privacy._checks import check_delta, check_nonneg, check_positive
 from dpbench.privacy.conversions import gdp_mu
 
 
 def sigma_classic(epsilon: float, delta: float, sensitivity: float) -> float:
-    """Dwork & Roth 2014, Thm A.1: sigma = sqrt(2 ln(1.25/delta)) Delta / eps (for eps < 1)."""
-    if not (epsilon > 0 and 0 < delta < 1):
-        raise ValueError(f"need epsilon > 0 and delta in (0,1), got {epsilon}, {delta}")
+    """Dwork & Roth 2014, Thm A.1: sigma = sqrt(2 ln(1.25/delta)) Delta / eps.
+
+    The theorem is stated for eps < 1; above that it is not a guarantee.
+    """
+    check_positive(epsilon, "epsilon")
+    check_delta(delta)
+    check_nonneg(sensitivity, "sensitivity")
     return math.sqrt(2 * math.log(1.25 / delta)) * sensitivity / epsilon
 
 
@@ -21,11 +26,12 @@ def sigma_analytic(epsilon: float, delta: float, sensitivity: float) -> float:
     That condition is exactly (D/sigma)-GDP being (eps, delta)-DP, so
     sigma = Delta / mu*(eps, delta).
     """
+    check_nonneg(sensitivity, "sensitivity")
     return sensitivity / gdp_mu(epsilon, delta)
 
 
 def sigma_zcdp(rho: float, sensitivity: float) -> float:
     """Gaussian noise giving rho-zCDP: sigma = Delta / sqrt(2 rho) (Bun & Steinke 2016)."""
-    if rho <= 0:
-        raise ValueError(f"rho must be > 0, got {rho}")
+    check_positive(rho, "rho")
+    check_nonneg(sensitivity, "sensitivity")
     return sensitivity / math.sqrt(2 * rho)
