@@ -76,8 +76,8 @@ def test_cdp_rho_eps_round_trip(eps, delta):
 
 def test_cdp_published_values():
     """OpenDP's test of its CKS'20 conversion (opendp/opendp,
-    rust/src/combinators/measure_cast/zCDP_to_approxDP/test.rs and
-    python/test/test_combinators.py): Gaussian with scale 4, sensitivity 1, so
+    rust/src/combinators/measure_cast/zCDP_to_approxDP/test.rs, test
+    test_zCDP_to_approxDP_nontrivial): Gaussian with scale 4, sensitivity 1, so
     rho = (1/4)^2 / 2, has epsilon(delta=1e-3) = 0.6880024554878086 and
     delta(epsilon=0) = 0.1508457845622862."""
     rho = 0.25**2 / 2
