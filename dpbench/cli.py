@@ -101,6 +101,7 @@ def cmd_run(cfg: DictConfig) -> int:
     specs = grid(cfg)
     preflight(specs)
     store = store_of(cfg)
+    store.remove_stale_temp()
     todo = pending(specs, store)
     name = cfg.experiment.name
     print(f"{name}: {len(specs)} trials, {len(specs) - len(todo)} already done, "

@@ -72,3 +72,17 @@ def test_store_atomic_put_and_compact(tmp_path: Path) -> None:
     assert sorted(frame["metrics.mse"]) == [0, 0.5, 1.0]
     store.put({"key": f"{1:064x}", "status": "failed"})
     assert json.loads(store.path(f"{1:064x}").read_text())["status"] == "failed"
+
+
+def test_stale_temp_files_are_removed_but_fresh_ones_kept(tmp_path: Path) -> None:
+    import os
+    import time
+
+    store = ResultStore(tmp_path)
+    store.put({"key": "ab" + "0" * 62, "status": "ok"})
+    old, fresh = store.trials / "ab" / ".tmp-old.json", store.trials / "ab" / ".tmp-new.json"
+    old.write_text("{")
+    fresh.write_text("{")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    assert store.remove_stale_temp(3600) == 1
+    assert not old.exists() and fresh.exists() and store.keys() == ["ab" + "0" * 62]

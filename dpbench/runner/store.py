@@ -68,6 +68,20 @@ class ResultStore:
             os.close(dir_fd)
         return final
 
+    def remove_stale_temp(self, older_than_s: float = 3600.0) -> int:
+        """Delete temp files left by writes killed mid-way (older than ``older_than_s``,
+        so a write in progress in another process is never touched)."""
+        import time
+
+        n = 0
+        if self.trials.exists():
+            cutoff = time.time() - older_than_s
+            for p in self.trials.glob("*/.tmp-*"):
+                if p.stat().st_mtime < cutoff:
+                    p.unlink(missing_ok=True)
+                    n += 1
+        return n
+
     def records(self) -> Iterator[dict[str, Any]]:
         """Every stored record, in key order."""
         if not self.trials.exists():
