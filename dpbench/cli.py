@@ -197,6 +197,8 @@ def build_figures(cfg: DictConfig) -> list[Path]:
     paths: list[Path] = []
     for fname in cfg.experiment.figures:
         fig = {"name": fname, "title": cfg.experiment.name, **load_entry("figure", fname)}
+        if cfg.experiment.get("note"):
+            fig["note"] = str(cfg.experiment.note).strip()
         kind = fig["kind"]
         if kind not in FIGURE_KINDS:
             raise UserError(f"figure {fname!r}: unknown kind {kind!r}; valid: "

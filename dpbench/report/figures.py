@@ -73,7 +73,7 @@ def metric_vs_eps(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[P
     paths = save(f, out / fig["name"])
     if fig.get("table", True):
         title = f"{fig.get('title', fig['name'])}: {fig.get('ylabel', metric)} (mean ± s.e.)"
-        paths += write_tables(summary, out / fig["name"], title, unit)
+        paths += write_tables(summary, out / fig["name"], title, unit, note=fig.get("note"))
     return paths
 
 

@@ -26,8 +26,9 @@ def wide_table(summary: pd.DataFrame, digits: int = 4) -> dict[str, pd.DataFrame
     return out
 
 
-def to_markdown(tables: dict[str, pd.DataFrame], title: str, unit: str = "epsilon") -> str:
-    lines = [f"## {title}", ""]
+def to_markdown(tables: dict[str, pd.DataFrame], title: str, unit: str = "epsilon",
+                note: str | None = None) -> str:
+    lines = [f"## {title}", ""] + ([f"> {note}", ""] if note else [])
     for dlabel, wide in tables.items():
         header = ["method", *[f"{unit}={c}" for c in wide.columns]]
         lines += [f"### {dlabel}", "", "| " + " | ".join(header) + " |",
@@ -44,9 +45,10 @@ def _tex(s: str) -> str:
             .replace("—", "--"))
 
 
-def to_latex(tables: dict[str, pd.DataFrame], title: str, unit: str = "epsilon") -> str:
+def to_latex(tables: dict[str, pd.DataFrame], title: str, unit: str = "epsilon",
+             note: str | None = None) -> str:
     sym = {"epsilon": r"\varepsilon", "mu": r"\mu", "rho": r"\rho"}.get(unit, unit)
-    parts = [f"% {title}"]
+    parts = [f"% {title}"] + ([f"% {note}"] if note else [])
     for dlabel, wide in tables.items():
         cols = "l" + "r" * len(wide.columns)
         parts += [r"\begin{table}[t]", r"\centering", rf"\caption{{{_tex(title)}: {_tex(dlabel)}}}",
@@ -59,11 +61,12 @@ def to_latex(tables: dict[str, pd.DataFrame], title: str, unit: str = "epsilon")
     return "\n".join(parts)
 
 
-def write_tables(summary: pd.DataFrame, out: Path, title: str, unit: str = "epsilon") -> list[Path]:
-    """Write ``out``.md and ``out``.tex; returns the paths."""
+def write_tables(summary: pd.DataFrame, out: Path, title: str, unit: str = "epsilon",
+                 note: str | None = None) -> list[Path]:
+    """Write ``out``.md and ``out``.tex (``note``: the setting choices behind the numbers)."""
     tables = wide_table(summary)
     out.parent.mkdir(parents=True, exist_ok=True)
     md, tex = out.with_suffix(".md"), out.with_suffix(".tex")
-    md.write_text(to_markdown(tables, title, unit))
-    tex.write_text(to_latex(tables, title, unit))
+    md.write_text(to_markdown(tables, title, unit, note))
+    tex.write_text(to_latex(tables, title, unit, note))
     return [md, tex]
