@@ -155,11 +155,11 @@ def cmd_status(cfg: DictConfig) -> int:
     specs = grid(cfg)
     store = store_of(cfg)
     total, cells = _table(specs, store)
-    extra = {}
-    if cfg.runner.name == "slurm":
-        from dpbench.runner import slurm
+    # SLURM hook (whatever runner= says): queued / running / lost trials of earlier
+    # `runner=slurm` submissions, from the store's submissions log + squeue/sacct; {} if none
+    from dpbench.runner import slurm
 
-        extra = slurm.status(cfg, specs, store)
+    extra = slurm.status(cfg, specs, store)
     from rich.console import Console
     from rich.table import Table
 
