@@ -58,7 +58,7 @@ mkdir -p "$DIR" "$ETC"
 chmod 755 "$DIR" "$ETC"
 exec 9>"$DIR/.lock"
 flock -w 300 9 || die "another start/stop holds $DIR/.lock"
-# (every daemon below is started with 9>&- so that it does not inherit the lock)
+# (every daemon below is started with 9>&-: a daemon holding the lock would block the next run)
 
 install -d -o slurm -g slurm -m 755 "$RUN" "$LOG" "$DIR/state" "$DIR/state/slurmctld"
 install -d -m 755 "$DIR/spool" "$DIR/spool/slurmd"
@@ -98,6 +98,24 @@ else
     log "WARNING: $sys is not ours; run: source $DIR/env.sh"
 fi
 
+# start_daemon NAME PIDFILE LOGFILE CHECK CMD...: unless NAME runs already, run CMD (without the
+# lock's fd 9), then wait for CHECK; on failure kill what started and try again, 3 times in all
+start_daemon() {
+    local name=$1 pidfile=$2 logfile=$3 check=$4 attempt
+    shift 4
+    for attempt in 1 2 3; do
+        if ! alive "$pidfile" "$name"; then "$@" 9>&-; fi
+        if wait_for 30 "$check"; then
+            log "$name started"
+            return 0
+        fi
+        log "$name start attempt $attempt failed, retrying"
+        if alive "$pidfile" "$name"; then kill "$(tr -dc 0-9 <"$pidfile")"; fi
+        sleep 1
+    done
+    die "$name did not start (see $logfile)"
+}
+
 # --- munge ------------------------------------------------------------------------------------
 munge_ok() { munge -n </dev/null | unmunge; }
 if munge_ok >/dev/null 2>&1; then
@@ -118,6 +136,14 @@ fi
 install -d -o mysql -g mysql -m 755 "$MYDIR" "$MYDIR/run"
 install -d -o mysql -g mysql -m 750 "$MYDIR/data"
 my_ping() { mariadb-admin --no-defaults --socket="$MYSOCK" -u root ping; }
+run_mariadbd() {
+    rm -f "$MYSOCK"
+    setsid mariadbd --no-defaults --user=mysql --datadir="$MYDIR/data" \
+        --socket="$MYSOCK" --pid-file="$MYDIR/run/mariadb.pid" \
+        --log-error="$MYDIR/run/mariadb.err" --skip-networking \
+        --innodb-use-native-aio=0 --innodb-buffer-pool-size=32M \
+        </dev/null >/dev/null 2>&1 &
+}
 if alive "$MYDIR/run/mariadb.pid" mariadbd && my_ping >/dev/null 2>&1; then
     log "mariadb already running"
 else
@@ -127,24 +153,8 @@ else
             >"$LOG/mariadb-install.log" 2>&1 ||
             die "mariadb-install-db failed (see $LOG/mariadb-install.log)"
     fi
-    started=0
-    for attempt in 1 2 3; do # the first start after install sometimes fails: retry
-        rm -f "$MYSOCK"
-        setsid mariadbd --no-defaults --user=mysql --datadir="$MYDIR/data" \
-            --socket="$MYSOCK" --pid-file="$MYDIR/run/mariadb.pid" \
-            --log-error="$MYDIR/run/mariadb.err" --skip-networking \
-            --innodb-use-native-aio=0 --innodb-buffer-pool-size=32M \
-            </dev/null >/dev/null 2>&1 9>&- &
-        if wait_for 30 my_ping; then
-            started=1
-            break
-        fi
-        log "mariadb start attempt $attempt failed, retrying"
-        if alive "$MYDIR/run/mariadb.pid" mariadbd; then kill "$(cat "$MYDIR/run/mariadb.pid")"; fi
-        sleep 1
-    done
-    [ "$started" -eq 1 ] || die "mariadb did not start (see $MYDIR/run/mariadb.err)"
-    log "mariadb started"
+    # the first start after mariadb-install-db sometimes fails: start_daemon retries
+    start_daemon mariadbd "$MYDIR/run/mariadb.pid" "$MYDIR/run/mariadb.err" my_ping run_mariadbd
 fi
 mariadb --no-defaults --socket="$MYSOCK" -u root -e "
     CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$DB_PASS';
@@ -155,19 +165,8 @@ dbd_ok() { sacctmgr -n -P show cluster format=cluster; }
 if alive "$RUN/slurmdbd.pid" slurmdbd && dbd_ok >/dev/null 2>&1; then
     log "slurmdbd already running"
 else
-    started=0
-    for attempt in 1 2 3; do
-        if ! alive "$RUN/slurmdbd.pid" slurmdbd; then MYSQL_UNIX_PORT=$MYSOCK slurmdbd 9>&-; fi
-        if wait_for 20 dbd_ok; then
-            started=1
-            break
-        fi
-        log "slurmdbd start attempt $attempt failed, retrying"
-        if alive "$RUN/slurmdbd.pid" slurmdbd; then kill "$(cat "$RUN/slurmdbd.pid")"; fi
-        sleep 1
-    done
-    [ "$started" -eq 1 ] || die "slurmdbd did not start (see $LOG/slurmdbd.log)"
-    log "slurmdbd started"
+    start_daemon slurmdbd "$RUN/slurmdbd.pid" "$LOG/slurmdbd.log" dbd_ok \
+        env MYSQL_UNIX_PORT="$MYSOCK" slurmdbd
 fi
 if ! dbd_ok 2>/dev/null | grep -qx dpbench; then
     sacctmgr -i add cluster dpbench >/dev/null
@@ -183,19 +182,8 @@ if alive "$RUN/slurmctld.pid" slurmctld; then
         log "slurmctld already running"
     fi
 else
-    started=0
-    for attempt in 1 2 3; do
-        slurmctld -i -f "$CONF" 9>&-
-        if wait_for 20 ctld_ok; then
-            started=1
-            break
-        fi
-        log "slurmctld start attempt $attempt failed, retrying"
-        if alive "$RUN/slurmctld.pid" slurmctld; then kill "$(cat "$RUN/slurmctld.pid")"; fi
-        sleep 1
-    done
-    [ "$started" -eq 1 ] || die "slurmctld did not start (see $LOG/slurmctld.log)"
-    log "slurmctld started"
+    start_daemon slurmctld "$RUN/slurmctld.pid" "$LOG/slurmctld.log" ctld_ok \
+        slurmctld -i -f "$CONF"
 fi
 
 # --- slurmd -----------------------------------------------------------------------------------
