@@ -6,10 +6,11 @@ from collections.abc import Callable
 
 from dpbench.data.base import Split
 from dpbench.methods.base import Method
-from dpbench.tasks import regression
+from dpbench.tasks import classification, regression
 
 Evaluate = Callable[[Method, Split], dict[str, float]]
 
 TASKS: dict[str, Evaluate] = {
     "regression": regression.evaluate,
+    "classification": classification.evaluate,
 }

@@ -1,0 +1,39 @@
+"""Binary-classification metrics on the held-out test set (DD-SSP Fig. 3b: AUC)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.metrics import roc_auc_score
+
+from dpbench.data.base import Split
+from dpbench.methods.base import Method
+
+
+def positive(y: NDArray) -> NDArray:
+    """Boolean 'positive class' of binary labels: the larger of the two values."""
+    y = np.asarray(y)
+    values = np.unique(y)
+    if values.size > 2:
+        raise ValueError(f"binary labels needed, got {values.size} distinct values; "
+                         "valid: two values such as {0, 1} or {-1, +1}")
+    return y == values[-1] if values.size == 2 else np.zeros(y.shape, dtype=bool)
+
+
+def auc(y_true: NDArray, scores: NDArray) -> float:
+    """ROC AUC of real-valued scores (nan if the labels hold a single class)."""
+    pos = positive(y_true)
+    if pos.all() or not pos.any():
+        return float("nan")
+    return float(roc_auc_score(pos, np.asarray(scores, dtype=float)))
+
+
+def accuracy(y_true: NDArray, scores: NDArray) -> float:
+    """Share of rows whose predicted class (score > 0 -> positive) is right."""
+    return float(np.mean((np.asarray(scores) > 0) == positive(y_true)))
+
+
+def evaluate(model: Method, split: Split) -> dict[str, float]:
+    """Test AUC and accuracy of a linear decision function X theta (no intercept)."""
+    scores = model.decision_function(split.test.X)
+    return {"auc": auc(split.test.y, scores), "accuracy": accuracy(split.test.y, scores)}
