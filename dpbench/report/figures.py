@@ -18,6 +18,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dpbench.report.aggregate import summarise  # noqa: E402
+from dpbench.report.ddssp_figures import objpert_margins  # noqa: E402
 from dpbench.report.tables import write_tables  # noqa: E402
 
 UNIT_SYMBOL = {"epsilon": r"$\varepsilon$", "mu": r"$\mu$ (GDP)", "rho": r"$\rho$ (zCDP)"}
@@ -81,4 +82,5 @@ Builder = Callable[[pd.DataFrame, dict[str, Any], Path], list[Path]]
 
 FIGURE_KINDS: dict[str, Builder] = {
     "metric_vs_eps": metric_vs_eps,
+    "objpert_margins": objpert_margins,
 }
