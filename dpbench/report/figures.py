@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from dpbench.report import binagg  # noqa: E402
 from dpbench.report.aggregate import summarise  # noqa: E402
 from dpbench.report.ddssp_figures import objpert_margins  # noqa: E402
 from dpbench.report.tables import write_tables  # noqa: E402
@@ -83,4 +84,5 @@ Builder = Callable[[pd.DataFrame, dict[str, Any], Path], list[Path]]
 FIGURE_KINDS: dict[str, Builder] = {
     "metric_vs_eps": metric_vs_eps,
     "objpert_margins": objpert_margins,
+    "binagg": binagg.build,
 }

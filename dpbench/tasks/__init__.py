@@ -6,11 +6,13 @@ from collections.abc import Callable
 
 from dpbench.data.base import Split
 from dpbench.methods.base import Method
-from dpbench.tasks import classification, regression
+from dpbench.tasks import classification, inference, regression, synthetic_utility
 
 Evaluate = Callable[[Method, Split], dict[str, float]]
 
 TASKS: dict[str, Evaluate] = {
     "regression": regression.evaluate,
     "classification": classification.evaluate,
+    "inference": inference.evaluate,
+    "synthetic_utility": synthetic_utility.evaluate,
 }

@@ -1,0 +1,65 @@
+"""Inference metrics for the BinAgg paper (per trial; the report aggregates over trials).
+
+- ``est_error`` = ||b~ - b|| / ||b|| when the data carry the true beta (Fig. 1, 2);
+- ``relmse`` = ||X b~ - y||^2 / ||y||^2 on the test split (Table 2; in-sample when the
+  loader's test split is the training data);
+- per coefficient j (models with ``stderr_``): ``coef_j``, ``bias_j`` = b~_j - b_j,
+  ``se_j``, ``covered_j`` (b_j inside the CI), ``width_j``; the same with ``naive_`` for
+  the naive CI. Table 1's "Avg. bias", "Empirical SD", "Avg. theor. SD", "Coverage" are
+  the trial mean of bias_j, the trial SD of coef_j, the mean of se_j and of covered_j.
+- models with ``grid_coefs_`` (DP-GD tuned over a grid) also get ``grid_relmse_i`` and
+  ``grid_est_error_i`` per configuration i, so a report can pick the best average.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpbench.data.base import Split
+from dpbench.methods.base import Method
+
+
+def relmse(X: NDArray, y: NDArray, coef: NDArray) -> float:
+    """||X coef - y||^2 / ||y||^2 (the paper's RelMSE)."""
+    return float(np.sum((X @ coef - y) ** 2) / np.sum(y**2))
+
+
+def est_error(coef: NDArray, beta: NDArray) -> float:
+    """||coef - beta|| / ||beta||."""
+    return float(np.linalg.norm(coef - beta) / np.linalg.norm(beta))
+
+
+def _ci_metrics(prefix: str, coef: NDArray, ci: NDArray, se: NDArray,
+                beta: NDArray | None) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for j in range(coef.size):
+        out[f"{prefix}coef_{j}"] = float(coef[j])
+        out[f"{prefix}se_{j}"] = float(se[j])
+        out[f"{prefix}width_{j}"] = float(ci[j, 1] - ci[j, 0])
+        if beta is not None:
+            out[f"{prefix}bias_{j}"] = float(coef[j] - beta[j])
+            out[f"{prefix}covered_{j}"] = float(ci[j, 0] <= beta[j] <= ci[j, 1])
+    return out
+
+
+def evaluate(model: Method, split: Split) -> dict[str, float]:
+    """Estimation error, RelMSE and CI metrics of a fitted linear model."""
+    coef = np.asarray(model.coef_)
+    beta = split.train.truth.get("beta")
+    out = {"relmse": relmse(split.test.X, split.test.y, coef)}
+    if beta is not None:
+        out["est_error"] = est_error(coef, np.asarray(beta))
+    if getattr(model, "stderr_", None) is not None:
+        out.update(_ci_metrics("", coef, model.ci_, model.stderr_, beta))
+    if getattr(model, "naive_stderr_", None) is not None:
+        out.update(_ci_metrics("naive_", model.naive_coef_, model.naive_ci_,
+                               model.naive_stderr_, beta))
+    grid = getattr(model, "grid_coefs_", None)
+    if grid is not None:
+        for i, g in enumerate(grid):
+            ok = bool(np.all(np.isfinite(g)))
+            out[f"grid_relmse_{i}"] = relmse(split.test.X, split.test.y, g) if ok else np.nan
+            if beta is not None:
+                out[f"grid_est_error_{i}"] = est_error(g, np.asarray(beta)) if ok else np.nan
+    return out
