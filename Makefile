@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 DPB    := $(VENV)/bin/dpbench
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test smoke figures lint bench clean-results
+.PHONY: install slurm-local demo test smoke figures lint bench
 
 install: $(STAMP)   ## virtualenv with every dependency (torch pinned to the 2.13.0 CPU build)
 
@@ -21,7 +21,10 @@ demo: install       ## the main job: linreg_adult (DD-SSP Fig. 3a, Adult) and it
 	$(DPB) run experiment=linreg_adult runner.n_jobs=2
 	$(DPB) figures experiment=linreg_adult
 
-test: install       ## the whole test suite (what CI runs)
+slurm-local:        ## Debian packages of the single-node SLURM test cluster (root; no-op if present)
+	bash scripts/slurm-local/install.sh
+
+test: install slurm-local   ## the whole test suite (what CI runs; starts the local SLURM cluster)
 	$(PY) -m pytest -q
 
 smoke: install      ## every experiment's smoke profile, then its figures
