@@ -41,16 +41,21 @@ def read_discrete(dataset_dir: str, file: str, domain_file: str) -> tuple[pd.Dat
     return frame.astype(np.int64), {a: int(m) for a, m in domain.items()}
 
 
-def load_discrete(*, rng: np.random.Generator, dataset_dir: str, file: str, domain_file: str,
+def load_discrete(*, rng: np.random.Generator, dataset_dir: str, file: str | Sequence[str],
+                  domain_file: str,
                   target: str, categorical: Sequence[str] = (), target_kind: str = "numeric",
                   drop: Sequence[str] = (), n_test: int = 1000,
                   n_train_max: int | None = 50_000) -> Split:
     """Shuffle-split a discretised table and encode it for regression.
 
     ``drop`` removes attributes before anything else (e.g. the ``education``
-    column that duplicates the ``education-num`` target in Adult).
+    column that duplicates the ``education-num`` target in Adult). ``file`` may
+    list several files of one domain (e.g. a repository's train and test parts),
+    which are stacked in the given order before the shuffle-split.
     """
-    frame, domain = read_discrete(dataset_dir, file, domain_file)
+    files = [file] if isinstance(file, str) else list(file)
+    parts = [read_discrete(dataset_dir, f, domain_file) for f in files]
+    frame, domain = pd.concat([p[0] for p in parts], ignore_index=True), parts[0][1]
     if target not in domain:
         raise ValueError(f"target {target!r} not in {dataset_dir}; valid: {', '.join(domain)}")
     bad = [a for a in drop if a not in domain or a == target]
