@@ -196,3 +196,29 @@ def test_bad_runner_settings_are_one_line_errors(override: str, bad: str) -> Non
     cfg = compose_config(["runner=slurm", override])
     with pytest.raises(ConfigError, match=bad):
         SlurmSettings.from_cfg(cfg.runner)
+
+
+def test_trial_states_join_store_log_and_slurm(tmp_path: Path, monkeypatch) -> None:
+    """Classification rules, with squeue/sacct answers given (monkeypatched task_states)."""
+    import dpbench.runner.slurm as slurm
+
+    store = ResultStore(tmp_path / "store")
+    keys = [f"{c}" * 64 for c in "abcdef"]
+    now = time.time()
+    tasks = [{"id": "7_0", "keys": keys[:2]}, {"id": "7_1", "keys": keys[2:4]},
+             {"id": "7_2", "keys": keys[4:5]}]
+    slurm._write_log(store, {"id": "old", "created_unix": now - 1000, "folder": "/f",
+                             "arrays": [{"job_id": "7", "tasks": tasks}]})
+    resubmitted = [{"id": "9", "keys": keys[4:5]}]  # a one-task submission is a plain job
+    slurm._write_log(store, {"id": "new", "created_unix": now - 10, "folder": "/g",
+                             "arrays": [{"job_id": "9", "tasks": resubmitted}]})
+    store.put({"key": keys[0], "status": OK})
+    store.put({"key": keys[2], "status": "failed"})
+    answers = {"7_0": "CANCELLED", "7_1": "OUT_OF_MEMORY", "7_2": "RUNNING"}  # 9: not yet known
+    monkeypatch.setattr(slurm, "task_states", lambda jobs: answers)
+    st = trial_states(store, keys)
+    assert [st[k].state for k in keys] == ["ok", "lost", "failed", "lost", "queued", "pending"]
+    assert st[keys[1]].slurm_state == "CANCELLED" and st[keys[3]].slurm_state == "OUT_OF_MEMORY"
+    assert st[keys[4]].task == "9"  # the latest submission holds it, not the older task 7_2
+    monkeypatch.setattr(slurm, "UNKNOWN_GRACE_S", 5.0)  # unknown 10 s after submission: lost
+    assert trial_states(store, keys)[keys[4]].state == "lost"

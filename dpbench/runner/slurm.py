@@ -60,8 +60,12 @@ class TrialBatch(submitit.helpers.Checkpointable):
 
     def __call__(self) -> dict[str, int]:
         delay = float(os.environ.get(DELAY_ENV) or 0)
+        store = ResultStore(self.store_root)
         counts: Counter[str] = Counter()
         for spec in self.specs:
+            if store.status(TrialSpec.from_dict(spec).key) == OK:  # stored before a requeue
+                counts["skipped"] += 1
+                continue
             counts[run_trial(spec, self.store_root, trace_memory=self.trace_memory)] += 1
             if delay:
                 time.sleep(delay)
