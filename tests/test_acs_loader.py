@@ -7,10 +7,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from _data_root import tmp_data_root  # noqa: F401  (fixture used below)
 
 from dpbench.data import acs
-from dpbench.data.discrete import read_discrete
-from dpbench.data.files import DataError
+from dpbench.data.files import DataError, data_root
+
+pytestmark = pytest.mark.usefixtures("tmp_data_root")
 
 COLUMNS = ["RT", "SERIALNO", "SPORDER", "PUMA", "ST", "PWGTP", "AGEP", "COW", "SCHL", "MAR",
            "OCCP", "POBP", "RELP", "WKHP", "SEX", "RAC1P", "PINCP", "DIS", "ESP", "CIT", "MIG",
@@ -46,13 +48,6 @@ def fake_pums(n: int = 80, seed: int = 0) -> pd.DataFrame:
     return df[COLUMNS]
 
 
-@pytest.fixture()
-def pums_root(tmp_path, monkeypatch):
-    monkeypatch.setenv("DPBENCH_DATA_DIR", str(tmp_path))
-    read_discrete.cache_clear()
-    yield tmp_path
-    read_discrete.cache_clear()
-
 
 def _write(root, frame):
     d = root / "cache" / "acs_raw" / "2018" / "1-Year"
@@ -60,7 +55,7 @@ def _write(root, frame):
     frame.to_csv(d / "psam_p06.csv", index=False)
 
 
-def test_missing_raw_fails_at_once_with_url_and_path(pums_root):
+def test_missing_raw_fails_at_once_with_url_and_path():
     with pytest.raises(DataError) as err:
         acs.load_acs(rng=np.random.default_rng(0), task="ACSIncome", n_test=5)
     msg = str(err.value)
@@ -69,14 +64,14 @@ def test_missing_raw_fails_at_once_with_url_and_path(pums_root):
     assert "cache/acs_raw/2018/1-Year/psam_p06.csv" in msg
 
 
-def test_income_task_filters_discretises_and_caches(pums_root):
+def test_income_task_filters_discretises_and_caches():
     raw = fake_pums()
-    _write(pums_root, raw)
+    _write(data_root(), raw)
     split = acs.load_acs(rng=np.random.default_rng(0), task="ACSIncome", n_test=5,
                          target_kind="binary_pm1", categorical=["COW", "MAR", "RELP", "RAC1P"])
     kept = raw[(raw.AGEP > 16) & (raw.PINCP > 100) & (raw.WKHP > 0) & (raw.PWGTP >= 1)]
     assert split.train.n + split.test.n == len(kept)
-    cache = pums_root / "cache" / "acs_ACSIncome_CA_2018"
+    cache = data_root() / "cache" / "acs_ACSIncome_CA_2018"
     domain = json.loads((cache / "domain.json").read_text())
     assert list(domain) == ["AGEP", "COW", "SCHL", "MAR", "RELP", "WKHP", "SEX", "RAC1P",
                             "PINCP"]
@@ -90,12 +85,12 @@ def test_income_task_filters_discretises_and_caches(pums_root):
     # AGEP kept as a scalar level age - 17, rescaled to [-1, 1]
     assert full["AGEP"].min() >= 0 and full["AGEP"].max() <= 79
     # the raw file is pinned; changing it afterwards is detected on the next preparation
-    assert (pums_root / "cache/acs_raw/2018/1-Year/psam_p06.csv.sha256").exists()
+    assert (data_root() / "cache/acs_raw/2018/1-Year/psam_p06.csv.sha256").exists()
 
 
-def test_public_coverage_na_codes_and_income_bins(pums_root):
+def test_public_coverage_na_codes_and_income_bins():
     raw = fake_pums(seed=1)
-    _write(pums_root, raw)
+    _write(data_root(), raw)
     split = acs.load_acs(rng=np.random.default_rng(0), task="ACSPublicCoverage", n_test=5,
                          target_kind="binary_pm1",
                          categorical=["MAR", "ESP", "CIT", "MIG", "MIL", "ANC", "ESR", "FER",

@@ -20,24 +20,17 @@ Discretisation (our choice; the paper does not list its bins):
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dpbench.data import prepared
 from dpbench.data.base import Split
 from dpbench.data.discretise import discretise_frame
 from dpbench.data.files import DataError
-from dpbench.data.prepared import (
-    cache_path,
-    check_pinned,
-    download,
-    is_prepared,
-    load_prepared,
-    missing_raw,
-    write_prepared,
-)
 
 _BIN = {"codes": [1, 2]}
 _BIN_NA = {"codes": [-1, 1, 2]}     # scalar-encoded: N/A first
@@ -95,7 +88,7 @@ def _problem(task: str) -> Any:
 
 
 def raw_root() -> Path:
-    return cache_path("acs_raw")
+    return prepared.cache_path("acs_raw")
 
 
 def pums_file(year: int, state: str) -> tuple[Path, str]:
@@ -123,13 +116,12 @@ def prepare_acs(task: str, *, year: int = 2018, state: str = "CA",
     path, url = pums_file(year, state)
     if not path.exists():
         if not download_raw:
-            raise missing_raw(DATASET_NAMES[task], f"{path.name} (inside the zip)", url, path)
-        zpath = download(url, path.with_name(f"csv_p{state.lower()}.zip"))
-        import zipfile
-
+            raise prepared.missing_raw(DATASET_NAMES[task], f"{path.name} (inside the zip)",
+                                       url, path)
+        zpath = prepared.download(url, path.with_name(f"csv_p{state.lower()}.zip"))
         with zipfile.ZipFile(zpath) as zf:
             zf.extract(path.name, path.parent)
-    raw_sha = check_pinned(path)
+    raw_sha = prepared.check_pinned(path)
     source = ACSDataSource(survey_year=str(year), horizon="1-Year", survey="person",
                            root_dir=str(raw_root()))
     data = source.get_data(states=[state], download=False)
@@ -138,7 +130,7 @@ def prepare_acs(task: str, *, year: int = 2018, state: str = "CA",
     target = problem.target
     table = features.assign(**{target: np.asarray(label).reshape(-1).astype(int)})
     codes, domain = discretise_frame(table, rules)
-    return write_prepared(prepared_name(task, year, state), codes, domain,
+    return prepared.write_prepared(prepared_name(task, year, state), codes, domain,
                           {"source": url, "raw_file": path.name, "raw_sha256": raw_sha,
                            "folktables_task": task, "rows": int(len(codes))})
 
@@ -152,11 +144,11 @@ def load_acs(*, rng: np.random.Generator, task: str, year: int = 2018, state: st
     """
     _problem(task)
     name = prepared_name(task, year, state)
-    if not is_prepared(name):
+    if not prepared.is_prepared(name):
         try:
             prepare_acs(task, year=year, state=state, download_raw=download)
         except (KeyError, pd.errors.ParserError) as exc:
             raise DataError(f"{pums_file(year, state)[0]} is not a usable PUMS person file "
                             f"({exc})") from None
-    return load_prepared(rng=rng, name=name, target=_problem(task).target,
+    return prepared.load_prepared(rng=rng, name=name, target=_problem(task).target,
                          **params)
