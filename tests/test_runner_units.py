@@ -86,3 +86,17 @@ def test_stale_temp_files_are_removed_but_fresh_ones_kept(tmp_path: Path) -> Non
     os.utime(old, (time.time() - 7200, time.time() - 7200))
     assert store.remove_stale_temp(3600) == 1
     assert not old.exists() and fresh.exists() and store.keys() == ["ab" + "0" * 62]
+
+
+def test_dataset_and_method_sweeps_expand_in_order() -> None:
+    cfg = compose_config(["experiment=linreg_adult", "datasets=[synthetic_linear]",
+                          "methods=[ssp]", "epsilons=[1.0]", "trials=1",
+                          "dataset_sweep={n: [100, 200], d: [1, 3]}",
+                          "method_sweep={calibration: [analytic, classic]}"])
+    specs = expand(cfg)
+    got = [(s.dataset_params["n"], s.dataset_params["d"], s.method_params["calibration"])
+           for s in specs]
+    assert got == [(n, d, c) for n in (100, 200) for d in (1, 3)
+                   for c in ("analytic", "classic")]
+    assert specs[0].meta["dataset_label"].endswith("(n=100, d=1)")
+    assert len({s.key for s in specs}) == 8

@@ -27,6 +27,8 @@ def results_frame(specs: Sequence[TrialSpec], store: ResultStore,
                "budget_unit": s.budget_unit, "delta": rec["privacy"]["target_delta"],
                "trial": s.trial, "n_train": rec.get("n_train"), "fit_s": rec["timing"]["fit_s"],
                "wall_s": rec.get("wall_s"), "peak_mem_mb": rec.get("peak_mem_mb")}
+        row.update({f"dataset.{k}": v for k, v in s.meta.get("dataset_sweep", {}).items()})
+        row.update({f"method.{k}": v for k, v in s.meta.get("method_sweep", {}).items()})
         row.update(rec.get("metrics", {}))
         row.update({f"info.{k}": v for k, v in (rec.get("info") or {}).items()
                     if isinstance(v, int | float | str | bool) or v is None})

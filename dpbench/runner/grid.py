@@ -90,6 +90,25 @@ def check_budget(epsilon: Any, delta: Any, unit: str = "epsilon") -> None:
                           "(or be a rule in n such as 'n**-1.1')")
 
 
+def sweep_points(sweep: Mapping[str, Any] | None, axis: str) -> list[dict[str, Any]]:
+    """Cartesian product of a ``{param: [values]}`` map, in the order written ([{}] if none)."""
+    if not sweep:
+        return [{}]
+    if not isinstance(sweep, Mapping):
+        raise ConfigError(f"{axis}_sweep must map parameter names to lists, got {sweep!r}")
+    points: list[dict[str, Any]] = [{}]
+    for name, values in sweep.items():
+        vals = list(values) if isinstance(values, list | tuple) else [values]
+        if not vals:
+            raise ConfigError(f"{axis}_sweep.{name} is empty")
+        points = [{**p, name: v} for p in points for v in vals]
+    return points
+
+
+def _suffix(point: Mapping[str, Any]) -> str:
+    return "" if not point else " (" + ", ".join(f"{k}={v}" for k, v in point.items()) + ")"
+
+
 def thin(values: Sequence[Any], k: int | None) -> list[Any]:
     """At most k values, evenly spread and keeping both ends."""
     values = list(values)
@@ -128,21 +147,27 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
         if "_target_" not in entry:
             raise ConfigError(f"config {name!r} has no _target_")
 
+    dsweep = sweep_points(_get(cfg, "dataset_sweep"), "dataset")
+    msweep = sweep_points(_get(cfg, "method_sweep"), "method")
     specs = []
     for d in datasets:
         de = dentries[d]
-        dparams = _merged_params(de, profile)
-        for m in methods:
-            me = mentries[m]
-            mparams = _merged_params(me, profile)
-            for eps in epsilons:
-                for t in range(trials):
-                    specs.append(TrialSpec(
-                        dataset=d, dataset_target=de["_target_"], dataset_params=dparams,
-                        method=m, method_target=me["_target_"], method_params=mparams,
-                        task=task, epsilon=float(eps), delta=cfg.delta, budget_unit=unit,
-                        trial=t,
-                        meta={"dataset_label": de.get("label", d),
-                              "method_label": me.get("label", m)},
-                    ))
+        for dpoint in dsweep:
+            dparams = {**_merged_params(de, profile), **dpoint}
+            for m in methods:
+                me = mentries[m]
+                for mpoint in msweep:
+                    mparams = {**_merged_params(me, profile), **mpoint}
+                    for eps in epsilons:
+                        for t in range(trials):
+                            specs.append(TrialSpec(
+                                dataset=d, dataset_target=de["_target_"],
+                                dataset_params=dparams, method=m,
+                                method_target=me["_target_"], method_params=mparams,
+                                task=task, epsilon=float(eps), delta=cfg.delta,
+                                budget_unit=unit, trial=t,
+                                meta={"dataset_label": de.get("label", d) + _suffix(dpoint),
+                                      "method_label": me.get("label", m) + _suffix(mpoint),
+                                      "dataset_sweep": dpoint, "method_sweep": mpoint},
+                            ))
     return specs
