@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from dpbench.data.files import DataError
@@ -41,10 +41,23 @@ def compose_config(overrides: Sequence[str]) -> DictConfig:
             overrides[i] = f"{key}s=[{value}]"
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
-            return compose(config_name="config", overrides=list(overrides))
+            cfg = compose(config_name="config", overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as exc:
         msg = " ".join(str(exc).split())
         raise UserError(f"bad override: {msg}") from None
+    apply_experiment_profile(cfg, overrides)
+    return cfg
+
+
+def apply_experiment_profile(cfg: DictConfig, overrides: Sequence[str]) -> None:
+    """Merge ``experiment.profiles.<profile>`` (e.g. {smoke: {trials: 10}}) over the profile
+    caps, except for caps given explicitly on the command line (``profile.trials=...``)."""
+    block = (cfg.experiment.get("profiles") or {}).get(cfg.profile.name) or {}
+    explicit = {o.partition("=")[0].lstrip("+~") for o in overrides}
+    with open_dict(cfg):
+        for key, value in block.items():
+            if f"profile.{key}" not in explicit:
+                cfg.profile[key] = value
 
 
 def store_of(cfg: DictConfig) -> ResultStore:

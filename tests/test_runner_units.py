@@ -100,3 +100,18 @@ def test_dataset_and_method_sweeps_expand_in_order() -> None:
                    for c in ("analytic", "classic")]
     assert specs[0].meta["dataset_label"].endswith("(n=100, d=1)")
     assert len({s.key for s in specs}) == 8
+
+
+def test_experiment_profile_block_and_command_line_precedence(tmp_path: Path) -> None:
+    exp = {"experiment": {"profiles": {"smoke": {"trials": 1}}}}
+    from omegaconf import OmegaConf
+
+    from dpbench.cli import apply_experiment_profile
+
+    cfg = compose_config(["experiment=linreg_adult", "profile=smoke"])
+    with_block = OmegaConf.merge(cfg, exp)
+    apply_experiment_profile(with_block, [])
+    assert with_block.profile.trials == 1
+    explicit = OmegaConf.merge(cfg, exp)
+    apply_experiment_profile(explicit, ["profile.trials=2"])
+    assert explicit.profile.trials == 2
