@@ -1,0 +1,1 @@
+"""Marginal-based mechanisms (AIM, MST) on private-pgm (mbi 2.x) and their workloads."""

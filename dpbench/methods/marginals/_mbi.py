@@ -1,0 +1,151 @@
+"""The one place that imports ``mbi`` (private-pgm 2.x): JAX setup and small adapters.
+
+JAX must run in float64 before mbi is imported (mbi warns that float32 stalls
+estimation on large data), and JAX's persistent compilation cache is turned
+off (mbi compiles many small programs; the cache only costs disk and time).
+"""
+
+from __future__ import annotations
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_enable_compilation_cache", False)
+
+import functools  # noqa: E402
+from collections.abc import Mapping, Sequence  # noqa: E402
+
+import mbi  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+from mbi import junction_tree, marginal_loss  # noqa: E402
+from mbi.estimation import Estimator, MirrorDescent, minimum_variance_unbiased_total  # noqa: E402
+from mbi.extensions import (  # noqa: E402
+    MixtureOfProducts,
+    MixtureOfProductsEstimator,
+    synthetic_data,
+)
+
+from dpbench.methods.marginals.workloads import Clique  # noqa: E402
+
+__all__ = [
+    "mbi", "Domain", "LinearMeasurement", "estimate_mrf", "estimate_mixture", "model_size_mb",
+    "to_domain", "MixtureOfProducts", "synthetic_data",
+]
+
+Domain = mbi.Domain
+LinearMeasurement = mbi.LinearMeasurement
+
+
+def to_domain(attributes: Sequence[str], sizes: Mapping[str, int]) -> mbi.Domain:
+    """An mbi Domain over ``attributes`` in the given order."""
+    return mbi.Domain(tuple(attributes), tuple(int(sizes[a]) for a in attributes))
+
+
+def model_size_mb(domain: mbi.Domain, cliques: Sequence[Clique]) -> float:
+    """Size in MB of the junction tree over ``cliques`` (mbi's float64 cell count * 8 / 2^20)."""
+    return float(junction_tree.hypothetical_model_size(domain, list(cliques)))
+
+
+def _iters(iters: int) -> int:
+    if iters < 1:
+        raise ValueError(f"iters={iters} must be >= 1")
+    return int(iters)
+
+
+#: XLA options that cut CPU compile time about 3-4x (measured by scripts/bench_aim.py) at the
+#: price of ~2-3x slower execution; used for models below FAST_COMPILE_MAX_CELLS, where
+#: compiling each new model structure costs far more than running 1000 iterations.
+FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+FAST_COMPILE_MAX_CELLS = 2**20
+
+
+def _fused_impl(estimator: Estimator, domain: mbi.Domain, loss_fn: object, known_total: object,
+                warm_start: object, iters: int) -> object:
+    """init -> ``iters`` steps -> finalize of an mbi Estimator, as ONE compiled program.
+
+    ``Estimator.estimate`` runs its initialisation eagerly (dozens of op-by-op
+    XLA compilations per new model structure, which dominate AIM's run time on
+    CPU) and steps in jitted blocks of 50. This traces the same three hooks
+    (``_init``, ``_step``, ``_finalize``: the Estimator subclass interface) into a
+    single program, compiled once per (structure, iters); the arithmetic is the
+    same, step for step.
+    """
+    state = estimator._init(domain, loss_fn, known_total, warm_start=warm_start)
+    return estimator._finalize(_scan(estimator, state, loss_fn, known_total, iters),
+                               known_total)
+
+
+def _scan(estimator: Estimator, state: object, loss_fn: object, known_total: object,
+          iters: int) -> object:
+    def step(s: object, _: object) -> tuple[object, None]:
+        return estimator._step(s, loss_fn, known_total), None
+
+    return jax.lax.scan(step, state, None, length=iters)[0]
+
+
+_STATIC = ("estimator", "domain", "iters")
+_fused_fast = jax.jit(_fused_impl, static_argnames=_STATIC, compiler_options=FAST_COMPILE)
+_fused_opt = jax.jit(_fused_impl, static_argnames=_STATIC)
+_scan_fast = jax.jit(_scan, static_argnames=("estimator", "iters"), compiler_options=FAST_COMPILE)
+
+
+def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[LinearMeasurement],
+              iters: int, warm_start: object | None) -> object:
+    known_total = minimum_variance_unbiased_total(measurements)
+    loss_fn = marginal_loss.from_linear_measurements(measurements, domain)
+    cells = model_size_mb(domain, loss_fn.cliques) * 2**20 / 8
+    fused = _fused_fast if cells <= FAST_COMPILE_MAX_CELLS else _fused_opt
+    return fused(estimator, domain, loss_fn, known_total, warm_start, _iters(iters))
+
+
+def estimate_mrf(domain: mbi.Domain, measurements: list[LinearMeasurement], *, iters: int,
+                 warm_start: object | None = None) -> object:
+    """Private-PGM estimation (mirror descent with Armijo steps) of a Markov random field,
+    ``iters`` steps; the total is estimated from the identity measurements (unbounded DP)."""
+    return _estimate(MirrorDescent(), domain, measurements, iters, warm_start)
+
+
+def estimate_mixture(domain: mbi.Domain, measurements: list[LinearMeasurement], *, iters: int,
+                     components: int, learning_rate: float, seed: int,
+                     warm_start: object | None = None) -> MixtureOfProducts:
+    """Mixture-of-products estimation (RAP-softmax style, mbi.extensions) with Adam."""
+    est = MixtureOfProductsEstimator(optimizer=_adam(float(learning_rate)),
+                                     num_components=int(components), seed=int(seed))
+    # The mixture keeps its total as static metadata, so it is initialised outside jit
+    # (with a concrete total) and only the steps are compiled.
+    known_total = float(minimum_variance_unbiased_total(measurements))
+    loss_fn = marginal_loss.from_linear_measurements(measurements, domain)
+    state = est._init(domain, loss_fn, known_total, warm_start=warm_start)
+    state = _scan_fast(est, state, loss_fn, known_total, _iters(iters))
+    return est._finalize(state, known_total)
+
+
+@functools.cache
+def _adam(learning_rate: float) -> optax.GradientTransformation:
+    """One optax object per step size, so the (static) estimator hashes equal across calls."""
+    return optax.adam(learning_rate)
+
+
+def measurement(y: np.ndarray, clique: Clique, sigma: float) -> LinearMeasurement:
+    """An identity-query Gaussian measurement of a marginal (flattened in clique order)."""
+    return LinearMeasurement(np.asarray(y, dtype=float), tuple(clique), float(sigma))
+
+
+def mrf_tables(model: object) -> tuple[list[Clique], list[np.ndarray], float]:
+    """(cliques, log-potential arrays in clique order, total) of an mbi MarkovRandomField."""
+    pot = model.potentials
+    cliques = [tuple(c) for c in pot.cliques]
+    tables = []
+    for cl in cliques:
+        f = pot[cl]
+        axes = [f.domain.attributes.index(a) for a in cl]
+        tables.append(np.transpose(np.asarray(f.values, dtype=float), axes))
+    return cliques, tables, float(model.total)
+
+
+def mixture_logits(model: MixtureOfProducts, attributes: Sequence[str]) -> list[np.ndarray]:
+    """Per-attribute logits (components x levels) of a mixture-of-products model."""
+    return [np.asarray(model._logits[a], dtype=float) for a in attributes]
+
+

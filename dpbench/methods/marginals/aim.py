@@ -1,0 +1,260 @@
+"""AIM (McKenna, Mullins, Sheldon & Miklau 2022) as the DD-SSP paper's Appendix A states it.
+
+Budget rho (zCDP) comes from the ledger: the exact CKS'20 conversion of the
+trial's (eps, delta). With T rounds (default 16 d) and alpha = 0.9:
+
+- sigma_0 = sqrt(T / (2 alpha rho)), eps_0 = sqrt(8 (1 - alpha) rho / T) (Alg. 2 l. 4, 9);
+- initialisation (Alg. 3): every 1-way marginal of the workload's downward
+  closure W+ is measured with N(0, sigma_0^2), each charged 1 / (2 sigma_0^2);
+- each round: if the rest of the budget cannot pay two more rounds, this round
+  spends all of it (Alg. 4 l. 8-10); the candidates are the r in W+ whose
+  junction tree with the measured cliques fits in (rho_used / rho) * MAX-SIZE
+  MB (Alg. 2 l. 13; a clique already inside the model is always allowed, as in
+  the AIM reference implementation); r is selected by the exponential
+  mechanism with quality q_r = w_r (||M_r(D) - M_r(p)||_1 - sqrt(2/pi) sigma n_r),
+  sensitivity max_r w_r, charged eps^2 / 8 (bounded range); M_r(D) is measured
+  with N(0, sigma^2 I), charged 1 / (2 sigma^2); the model is re-estimated
+  (Private-PGM, warm start); if the estimate of M_r moved by at most
+  sqrt(2/pi) sigma n_r in L1, sigma halves and eps doubles (Alg. 4 l. 1-3).
+- after the last round the model is estimated once more (``final_iters``).
+
+Every release is charged to the given zCDP ledger *before* it is made, so the
+ledger refuses an overspend. The workload weights are w_r = sum_s |r & s|.
+The estimator is Private-PGM (``mrf``) or, for the Fig. 6 ablation, a mixture
+of products (``mixture``, mbi.extensions.MixtureOfProductsEstimator).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpbench.methods.marginals import _mbi
+from dpbench.methods.marginals.data import checked_codes, data_marginal
+from dpbench.methods.marginals.model import MarginalModel, RhoCharge
+from dpbench.methods.marginals.noise import measure, noise_is_off, select
+from dpbench.methods.marginals.workloads import (
+    Clique,
+    clique_size,
+    downward_closure,
+    sort_cliques,
+    workload_weights,
+)
+from dpbench.privacy.accountant import Accountant
+
+ESTIMATORS = ("mrf", "mixture")
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AIMSettings:
+    """AIM hyperparameters; defaults are the DD-SSP paper's (Sec. G.2, App. A)."""
+
+    max_model_size: float = 200.0     # MB (paper: 200 MB; the AIM paper's default is 80)
+    max_iters: int = 1000             # estimation iterations per round (paper: at most 1000)
+    final_iters: int | None = None    # iterations of the final estimate (None: max_iters)
+    rounds: int | None = None         # T (None: 16 x number of attributes)
+    alpha: float = 0.9                # share of each round's budget spent on measurement
+    estimator: str = "mrf"            # mrf (Private-PGM) | mixture (Fig. 6 ablation)
+    mixture_components: int = 10      # as private-pgm's MixtureInference default
+    mixture_lr: float = 1.0           # Adam step size (as MixtureInference)
+
+    def __post_init__(self) -> None:
+        if not self.max_model_size > 0:
+            raise ValueError(f"max_model_size={self.max_model_size} must be > 0 (MB)")
+        if self.max_iters < 1 or (self.final_iters is not None and self.final_iters < 1):
+            raise ValueError(f"max_iters={self.max_iters} / final_iters={self.final_iters} "
+                             "must be >= 1")
+        if self.rounds is not None and self.rounds < 1:
+            raise ValueError(f"rounds={self.rounds} must be >= 1 or None")
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha={self.alpha} must lie in (0, 1)")
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(f"estimator={self.estimator!r}; valid: {', '.join(ESTIMATORS)}")
+        if self.mixture_components < 1 or not self.mixture_lr > 0:
+            raise ValueError("mixture_components must be >= 1 and mixture_lr > 0")
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+class _Estimator:
+    """Wraps the chosen mbi estimator and turns its output into a MarginalModel."""
+
+    def __init__(self, attrs: Sequence[str], sizes: Mapping[str, int], settings: AIMSettings,
+                 seed: int) -> None:
+        self.attrs = tuple(attrs)
+        self.sizes = dict(sizes)
+        self.settings = settings
+        self.domain = _mbi.to_domain(self.attrs, self.sizes)
+        self.seed = seed
+        self.fit: object | None = None
+        self.seconds = 0.0
+
+    def __call__(self, measurements: list, iters: int) -> MarginalModel:
+        t0 = time.perf_counter()
+        s = self.settings
+        if s.estimator == "mrf":
+            warm = None if self.fit is None else self.fit.potentials
+            self.fit = _mbi.estimate_mrf(self.domain, measurements, iters=iters,
+                                         warm_start=warm)
+            cliques, tables, total = _mbi.mrf_tables(self.fit)
+            model = MarginalModel(self.attrs, self.sizes, "mrf", total, cliques=cliques,
+                                  tables=tables)
+        else:
+            self.fit = _mbi.estimate_mixture(self.domain, measurements, iters=iters,
+                                             components=s.mixture_components,
+                                             learning_rate=s.mixture_lr, seed=self.seed,
+                                             warm_start=self.fit)
+            model = MarginalModel(self.attrs, self.sizes, "mixture", float(self.fit.total),
+                                  logits=_mbi.mixture_logits(self.fit, self.attrs))
+        self.seconds += time.perf_counter() - t0
+        return model
+
+
+def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Clique],
+            accountant: Accountant, rng: np.random.Generator,
+            settings: AIMSettings | None = None) -> MarginalModel:
+    """Run AIM on the integer-coded ``data`` (its columns, in order, are the attributes)."""
+    s = settings or AIMSettings()
+    if accountant.currency != "zcdp":
+        raise TypeError(f"AIM composes in zCDP; got a {accountant.currency!r} ledger")
+    attrs = list(data.columns)
+    codes = checked_codes(data, attrs, sizes)
+    workload = sort_cliques(workload, attrs)
+    weights = workload_weights(workload, attrs)
+    candidates = list(weights)
+    answers = {c: data_marginal(codes, c, sizes).ravel() for c in candidates}
+    domain = _mbi.to_domain(attrs, sizes)
+
+    rho = accountant.remaining()
+    start_spent = accountant.rho_spent
+    rounds = s.rounds or 16 * len(attrs)
+    sigma = math.sqrt(rounds / (2 * s.alpha * rho))
+    eps = math.sqrt(8 * (1 - s.alpha) * rho / rounds)
+    estimate = _Estimator(attrs, sizes, s, seed=int(rng.integers(2**31)))
+
+    oneway = [c for c in candidates if len(c) == 1]
+    if rounds <= len(oneway):
+        raise ValueError(f"rounds={rounds} must exceed the {len(oneway)} initial 1-way "
+                         "measurements (each costs rho/rounds)")
+
+    def spent() -> float:
+        return accountant.rho_spent - start_spent
+
+    charges: list[RhoCharge] = []
+
+    def charge(rho_i: float, label: str) -> None:
+        accountant.charge_rho(rho_i, label)
+        charges.append(RhoCharge(label, rho_i))
+
+    pooled = _PooledMeasurements()
+    measured: list[Clique] = []
+    trace: list[dict[str, object]] = []
+    for cl in oneway:                                              # Alg. 3
+        charge(1 / (2 * sigma**2), f"aim:init:{'|'.join(cl)}")
+        pooled.add(cl, measure(answers[cl], sigma, rng), sigma)
+        measured.append(cl)
+    model = estimate(pooled.list(), s.max_iters)
+
+    t_select = 0.0
+    terminate = False
+    while not terminate:
+        t = len(trace) + 1
+        remaining = rho - spent()
+        if remaining <= 2 * (1 / (2 * sigma**2) + eps**2 / 8):     # Alg. 4 l. 8-10
+            sigma = math.sqrt(1 / (2 * s.alpha * remaining))
+            eps = math.sqrt(8 * (1 - s.alpha) * remaining)
+            terminate = True
+        used_after = spent() + eps**2 / 8 + 1 / (2 * sigma**2)
+        size_limit = s.max_model_size * used_after / rho
+
+        t0 = time.perf_counter()
+        est_before = estimate.seconds
+        cands = _small_candidates(domain, candidates, measured, size_limit)
+        est = model.marginals(cands)
+        scores = np.array([
+            weights[c] * (np.abs(answers[c] - est[c].ravel()).sum()
+                          - math.sqrt(2 / math.pi) * sigma * clique_size(c, sizes))
+            for c in cands])
+        sensitivity = max(weights[c] for c in cands)
+        charge(eps**2 / 8, f"aim:select:{t}")
+        cl = cands[select(scores, eps, sensitivity, rng)]
+        t_select += time.perf_counter() - t0
+
+        charge(1 / (2 * sigma**2), f"aim:measure:{t}:{'|'.join(cl)}")
+        pooled.add(cl, measure(answers[cl], sigma, rng), sigma)
+        measured.append(cl)
+        before = est[cl].ravel()
+        model = estimate(pooled.list(), s.max_iters)
+        moved = float(np.abs(model.marginal(cl).ravel() - before).sum())
+        annealed = moved <= math.sqrt(2 / math.pi) * sigma * clique_size(cl, sizes)
+        trace.append({"clique": "|".join(cl), "sigma": sigma, "epsilon": eps,
+                      "candidates": len(cands), "annealed": bool(annealed),
+                      "seconds": time.perf_counter() - t0,
+                      "seconds_estimation": estimate.seconds - est_before})
+        log.info("AIM round %d: %s sigma=%.3g candidates=%d annealed=%s used=%.3f %.1fs", t,
+                 "|".join(cl), sigma, len(cands), annealed, spent() / rho, trace[-1]["seconds"])
+        if annealed:                                                  # Alg. 4 l. 1-3
+            sigma, eps = sigma / 2, eps * 2
+
+    model = estimate(pooled.list(), s.final_iters or s.max_iters)
+    model.charges = charges
+    model.info = {
+        "mechanism": "aim", "settings": s.as_dict(), "rho": rho, "rounds_budget": rounds,
+        "rounds": len(trace), "measured": ["|".join(c) for c in measured],
+        "annealed_rounds": sum(bool(r["annealed"]) for r in trace),
+        "model_size_mb": _mbi.model_size_mb(domain, sort_cliques(measured, attrs)),
+        "seconds_estimation": estimate.seconds, "seconds_selection": t_select,
+        "noise_disabled": noise_is_off(), "trace": trace,
+    }
+    return model
+
+
+class _PooledMeasurements:
+    """Gaussian measurements pooled per clique by precision weighting.
+
+    Two measurements y_1, y_2 of the same marginal with sds s_1, s_2 enter the
+    Private-PGM loss as sum_i ||M(p) - y_i||^2 / s_i^2, which equals
+    ||M(p) - ybar||^2 / sbar^2 + const with ybar the precision-weighted mean and
+    1/sbar^2 = sum_i 1/s_i^2; the minimum-variance total estimate is unchanged
+    too. Pooling is therefore exact, and it keeps the loss's structure (its list
+    of cliques) fixed when AIM re-measures a clique, so JAX does not recompile.
+    """
+
+    def __init__(self) -> None:
+        self._prec: dict[Clique, float] = {}
+        self._wsum: dict[Clique, np.ndarray] = {}
+        self._order: list[Clique] = []
+
+    def add(self, clique: Clique, y: np.ndarray, sigma: float) -> None:
+        prec = 1.0 / sigma**2
+        if clique not in self._prec:
+            self._order.append(clique)
+            self._prec[clique], self._wsum[clique] = 0.0, np.zeros_like(y, dtype=float)
+        self._prec[clique] += prec
+        self._wsum[clique] = self._wsum[clique] + prec * np.asarray(y, dtype=float)
+
+    def list(self) -> list:
+        return [_mbi.measurement(self._wsum[c] / self._prec[c], c, self._prec[c] ** -0.5)
+                for c in self._order]
+
+
+def _small_candidates(domain: object, candidates: Sequence[Clique], measured: Sequence[Clique],
+                      size_limit: float) -> list[Clique]:
+    """C_t: candidates whose junction tree with the measured cliques fits in size_limit MB,
+    plus those already inside a measured clique (free)."""
+    order = list(domain.attributes)
+    free = set(downward_closure(measured, order))
+    base = sort_cliques(measured, order)
+    out = [c for c in candidates
+           if c in free or _mbi.model_size_mb(domain, [*base, c]) <= size_limit]
+    if not out:
+        raise RuntimeError("AIM found no candidate within the model size limit")
+    return out

@@ -1,0 +1,228 @@
+"""Exact marginals of a Markov random field in numpy, via its junction tree.
+
+mbi answers an out-of-clique marginal query with a JIT-compiled variable
+elimination per (query, model structure); AIM asks for every workload marginal
+after every round, with a new structure each round, which would compile
+thousands of programs. Here the tree is calibrated once (two-pass sum-product
+in log space) and every 1- or 2-way marginal is read off it: a pair (a, b)
+not inside one tree clique is obtained by carrying P(a, separator) along the
+tree path from a clique holding ``a`` (cost |a| x |clique| per clique).
+
+The tree structure comes from mbi's own junction-tree builder, so model-size
+limits and this inference agree on the cliques.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import networkx as nx
+import numpy as np
+from scipy.special import logsumexp
+
+from dpbench.methods.marginals import _mbi
+from dpbench.methods.marginals.workloads import Clique
+
+
+class Table:
+    """A non-negative or log-space array whose axes are named attributes."""
+
+    __slots__ = ("attrs", "values")
+
+    def __init__(self, attrs: Sequence[str], values: np.ndarray) -> None:
+        self.attrs = tuple(attrs)
+        self.values = np.asarray(values, dtype=float)
+        if self.values.ndim != len(self.attrs):
+            raise ValueError(f"table over {self.attrs} has {self.values.ndim} axes")
+
+    def aligned(self, target: Sequence[str]) -> np.ndarray:
+        """Values transposed and reshaped to broadcast against a table over ``target``."""
+        order = [a for a in target if a in self.attrs]
+        v = np.transpose(self.values, [self.attrs.index(a) for a in order])
+        shape = [v.shape[order.index(a)] if a in order else 1 for a in target]
+        return v.reshape(shape)
+
+    def sum_to(self, keep: Sequence[str]) -> Table:
+        """Marginal onto ``keep`` (in that order)."""
+        keep = tuple(keep)
+        axes = tuple(i for i, a in enumerate(self.attrs) if a not in keep)
+        v = self.values.sum(axis=axes) if axes else self.values
+        rest = [a for a in self.attrs if a in keep]
+        return Table(keep, np.transpose(v, [rest.index(a) for a in keep]))
+
+    def logsumexp_to(self, keep: Sequence[str]) -> Table:
+        keep = tuple(keep)
+        axes = tuple(i for i, a in enumerate(self.attrs) if a not in keep)
+        v = logsumexp(self.values, axis=axes) if axes else self.values
+        rest = [a for a in self.attrs if a in keep]
+        return Table(keep, np.transpose(v, [rest.index(a) for a in keep]))
+
+
+class CalibratedTree:
+    """A calibrated junction tree of the MRF sum_c theta_c (log-potentials), scaled to ``total``."""
+
+    def __init__(self, sizes: Mapping[str, int], attributes: Sequence[str],
+                 cliques: Sequence[Clique], log_tables: Sequence[np.ndarray],
+                 total: float) -> None:
+        self.attributes = tuple(attributes)
+        self.sizes = {a: int(sizes[a]) for a in self.attributes}
+        self.total = float(total)
+        domain = _mbi.to_domain(self.attributes, self.sizes)
+        jtree, _ = _mbi.junction_tree.make_junction_tree(domain, [tuple(c) for c in cliques])
+        self.tree: nx.Graph = jtree
+        self.cliques: list[Clique] = list(_mbi.junction_tree.maximal_cliques(jtree))
+        self._home = {a: next(c for c in self.cliques if a in c) for a in self.attributes}
+        log_psi = {c: np.zeros([self.sizes[a] for a in c]) for c in self.cliques}
+        for cl, tab in zip(cliques, log_tables, strict=True):
+            host = next(c for c in self.cliques if set(cl) <= set(c))
+            log_psi[host] = log_psi[host] + Table(cl, tab).aligned(host)
+        self.beliefs = self._calibrate(log_psi)
+
+    # -- calibration --------------------------------------------------------------------
+    def _calibrate(self, log_psi: dict[Clique, np.ndarray]) -> dict[Clique, Table]:
+        beliefs: dict[Clique, Table] = {}
+        for comp in self._components():
+            root = comp[0]
+            order = list(nx.dfs_preorder_nodes(self.tree, root))
+            parent = {root: None, **{v: u for u, v in nx.dfs_edges(self.tree, root)}}
+            up: dict[Clique, Table] = {}
+            for c in reversed(order):                      # leaves first
+                acc = Table(c, log_psi[c].copy())
+                for ch in self._children(c, parent):
+                    acc.values = acc.values + up[ch].aligned(c)
+                p = parent[c]
+                if p is not None:
+                    up[c] = acc.logsumexp_to(_sep(c, p))
+            down: dict[Clique, Table] = {}
+            logb: dict[Clique, np.ndarray] = {}
+            for c in order:                                # root first
+                b = log_psi[c].copy()
+                for ch in self._children(c, parent):
+                    b = b + up[ch].aligned(c)
+                if parent[c] is not None:
+                    b = b + down[c].aligned(c)
+                logb[c] = b
+                for ch in self._children(c, parent):
+                    down[ch] = Table(c, b - up[ch].aligned(c)).logsumexp_to(_sep(c, ch))
+            log_z = float(logsumexp(logb[root]))
+            for c in order:
+                beliefs[c] = Table(c, np.exp(logb[c] - log_z) * self.total)
+        return beliefs
+
+    def _components(self) -> list[list[Clique]]:
+        pos = {c: i for i, c in enumerate(self.cliques)}
+        comps = [sorted(comp, key=pos.__getitem__) for comp in nx.connected_components(self.tree)]
+        return sorted(comps, key=lambda comp: pos[comp[0]])
+
+    def _children(self, c: Clique, parent: dict[Clique, Clique | None]) -> list[Clique]:
+        return [n for n in self.tree.neighbors(c) if parent.get(n) == c]
+
+    # -- queries ----------------------------------------------------------------------------
+    def marginal(self, clique: Sequence[str]) -> np.ndarray:
+        """Counts over ``clique`` (axes in the given order); 1- and 2-way always, larger
+        cliques when one tree clique contains them."""
+        clique = tuple(clique)
+        host = next((c for c in self.cliques if set(clique) <= set(c)), None)
+        if host is not None:
+            return self.beliefs[host].sum_to(clique).values
+        if len(clique) != 2:
+            raise ValueError(f"marginal {clique} spans several tree cliques; only pairs supported")
+        a, b = clique
+        return self.pairs_from(a, [b])[b]
+
+    def pairs_from(self, a: str, others: Sequence[str]) -> dict[str, np.ndarray]:
+        """P(a, b) in counts, axes (a, b), for every b in ``others``, by one tree traversal."""
+        wanted = [b for b in others if b != a]
+        out: dict[str, np.ndarray] = {}
+        root = self._home[a]
+        joint = {root: self.beliefs[root]}         # clique -> table over ({a} | clique)
+        reached = {root}
+        for c in [root, *[v for _, v in nx.bfs_edges(self.tree, root)]]:
+            if c != root:
+                p = next(n for n in self.tree.neighbors(c) if n in reached and n in joint)
+                joint[c] = self._carry(a, joint[p], p, c)
+                reached.add(c)
+            for b in c:
+                if b in wanted and b not in out:
+                    out[b] = joint[c].sum_to((a, b)).values
+        missing = [b for b in wanted if b not in out]       # other tree components
+        if missing:
+            pa = self.marginal((a,))
+            for b in missing:
+                out[b] = np.outer(pa, self.marginal((b,))) / self.total
+        return out
+
+    def _carry(self, a: str, jp: Table, p: Clique, c: Clique) -> Table:
+        """P(a, c) from P(a, p) and the beliefs of neighbouring clique c."""
+        if a in c:
+            return self.beliefs[c]
+        sep = _sep(p, c)
+        m = jp.sum_to((a, *sep))
+        bc = self.beliefs[c]
+        bs = bc.sum_to(sep)
+        cond = np.divide(bc.values, bs.aligned(c), out=np.zeros_like(bc.values),
+                         where=bs.aligned(c) > 0)
+        target = (a, *c)
+        return Table(target, m.aligned(target) * cond[None, ...])
+
+
+def sample_rounded(tree: CalibratedTree, rows: int, rng: np.random.Generator
+                   ) -> dict[str, np.ndarray]:
+    """``rows`` records whose marginals track the model's, by randomised rounding.
+
+    Ancestral sampling along the junction tree (Private-PGM's ``round`` method,
+    in numpy and driven only by ``rng``): the root clique's cells get
+    round(rows * p) records, and each later clique's new attributes are
+    assigned, within every group of records sharing a separator value, in
+    counts rounded from that group's conditional distribution. Each rounding
+    is floor plus the remainder drawn without replacement by fractional part.
+    """
+    out: dict[str, np.ndarray] = {}
+    for comp in tree._components():
+        root = comp[0]
+        order = [root, *[v for _, v in nx.bfs_edges(tree.tree, root)]]
+        parent = {v: u for u, v in nx.bfs_edges(tree.tree, root)}
+        cols: dict[str, np.ndarray] = {}
+        for c in order:
+            sep = () if c == root else _sep(parent[c], c)
+            new = tuple(a for a in c if a not in sep and a not in cols)
+            if not new:
+                continue
+            b = tree.beliefs[c].sum_to((*sep, *new)).values
+            sep_shape = b.shape[: len(sep)]
+            cond = b.reshape(int(np.prod(sep_shape, dtype=int)), -1)
+            group = (np.ravel_multi_index(tuple(cols[a] for a in sep), sep_shape) if sep
+                     else np.zeros(rows, dtype=np.int64))
+            cell = np.empty(rows, dtype=np.int64)
+            for g in np.unique(group):
+                idx = np.flatnonzero(group == g)
+                p = cond[g] if cond[g].sum() > 0 else np.ones(cond.shape[1])
+                cell[idx] = rng.permutation(round_counts(p, idx.size, rng))
+            new_shape = b.shape[len(sep):]
+            for a, v in zip(new, np.unravel_index(cell, new_shape), strict=True):
+                cols[a] = v.astype(np.int64)
+        perm = rng.permutation(rows)
+        out.update({a: v[perm] for a, v in cols.items()})
+    return {a: out[a] for a in tree.attributes}
+
+
+def round_counts(p: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n values in 0..len(p)-1 with counts floor(n p) plus the remainder drawn without
+    replacement with probability proportional to the fractional parts."""
+    p = np.asarray(p, dtype=float)
+    expected = p / p.sum() * n
+    base = np.floor(expected).astype(np.int64)
+    extra = n - int(base.sum())
+    if extra > 0:
+        frac = expected - base
+        idx = rng.choice(p.size, size=extra, replace=False, p=frac / frac.sum())
+        base[idx] += 1
+    return np.repeat(np.arange(p.size), base)
+
+
+def _sep(c1: Clique, c2: Clique) -> tuple[str, ...]:
+    s = set(c2)
+    return tuple(x for x in c1 if x in s)
+
+
+__all__ = ["CalibratedTree", "Table", "round_counts", "sample_rounded"]

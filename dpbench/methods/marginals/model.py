@@ -1,0 +1,234 @@
+"""The released object of a marginal mechanism: a fitted distribution plus its privacy record.
+
+A :class:`MarginalModel` is everything downstream methods (DD-SSP, AIM-Synth)
+may use: it answers marginal queries on the *original* domain and samples
+synthetic rows, and it carries the zCDP charges its mechanism made so every
+consumer can be charged the same amount. It serialises to plain arrays + JSON
+(no pickles), which is what the artifact cache stores.
+
+Two model kinds:
+- ``mrf``: a Markov random field given by log-potentials over cliques
+  (Private-PGM), answered exactly through a calibrated junction tree;
+- ``mixture``: a mixture of product distributions (per-attribute logits).
+
+MST's domain compression is kept as a per-attribute map from original level to
+model level; a merged ("rare") model level spreads its mass uniformly over its
+original levels (the expectation of MST's random decompression).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from dpbench.methods.marginals.junction import CalibratedTree, round_counts, sample_rounded
+from dpbench.methods.marginals.workloads import Clique
+
+Kind = Literal["mrf", "mixture"]
+
+
+@dataclass(frozen=True)
+class RhoCharge:
+    """One zCDP release the mechanism made."""
+
+    label: str
+    rho: float
+
+
+@dataclass
+class MarginalModel:
+    """A fitted distribution over ``attributes`` (original level codes)."""
+
+    attributes: tuple[str, ...]
+    sizes: dict[str, int]                       # original domain sizes
+    kind: Kind
+    total: float
+    cliques: list[Clique] = field(default_factory=list)          # mrf
+    tables: list[np.ndarray] = field(default_factory=list)       # mrf log-potentials
+    logits: list[np.ndarray] = field(default_factory=list)       # mixture, per attribute
+    compression: dict[str, np.ndarray] = field(default_factory=dict)  # attr -> model level
+    charges: list[RhoCharge] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    # -- domain bookkeeping ------------------------------------------------------------------
+    @cached_property
+    def model_sizes(self) -> dict[str, int]:
+        """Domain sizes the model is defined on (compressed where MST merged levels)."""
+        out = dict(self.sizes)
+        for a, m in self.compression.items():
+            out[a] = int(m.max()) + 1
+        return out
+
+    @property
+    def rho(self) -> float:
+        return math.fsum(c.rho for c in self.charges)
+
+    # -- queries -------------------------------------------------------------------------------
+    @cached_property
+    def _tree(self) -> CalibratedTree:
+        return CalibratedTree(self.model_sizes, self.attributes, self.cliques, self.tables,
+                              self.total)
+
+    @cached_property
+    def _products(self) -> list[np.ndarray]:
+        out = []
+        for lg in self.logits:
+            z = np.exp(lg - lg.max(axis=1, keepdims=True))
+            out.append(z / z.sum(axis=1, keepdims=True))
+        return out
+
+    def marginal(self, clique: Sequence[str]) -> np.ndarray:
+        """Model counts over ``clique`` (axes in the given order), on the original domain."""
+        clique = tuple(clique)
+        return self._expand(clique, self._model_marginal(clique))
+
+    def marginals(self, cliques: Sequence[Sequence[str]]) -> dict[Clique, np.ndarray]:
+        """Many marginals at once; pairs share one tree traversal per first attribute."""
+        out: dict[Clique, np.ndarray] = {}
+        by_first: dict[str, list[str]] = {}
+        for cl in cliques:
+            cl = tuple(cl)
+            if self.kind == "mrf" and len(cl) == 2 and not self._in_tree_clique(cl):
+                by_first.setdefault(cl[0], []).append(cl[1])
+            else:
+                out[cl] = self.marginal(cl)
+        for a in sorted(by_first, key=self.attributes.index):
+            pairs = self._tree.pairs_from(a, by_first[a])
+            for b, m in pairs.items():
+                out[(a, b)] = self._expand((a, b), m)
+        return {tuple(cl): out[tuple(cl)] for cl in cliques}
+
+    def _in_tree_clique(self, cl: Clique) -> bool:
+        return any(set(cl) <= set(c) for c in self._tree.cliques)
+
+    def _model_marginal(self, clique: Clique) -> np.ndarray:
+        if self.kind == "mrf":
+            return self._tree.marginal(clique)
+        probs = [self._products[self.attributes.index(a)] for a in clique]
+        k = probs[0].shape[0] if probs else 1
+        letters = "bcdefghijklmnopqrstuvwxyz"[: len(clique)]
+        spec = ",".join("a" + c for c in letters) + "->" + letters
+        return np.einsum(spec, *probs) * self.total / k
+
+    def _expand(self, clique: Clique, m: np.ndarray) -> np.ndarray:
+        """Model-domain marginal -> original domain (uniform within merged levels)."""
+        if not any(a in self.compression for a in clique):
+            return m
+        index, scale = [], []
+        for a in clique:
+            mp = self.compression.get(a)
+            if mp is None:
+                mp = np.arange(self.sizes[a])
+            counts = np.bincount(mp, minlength=int(mp.max()) + 1)
+            index.append(mp)
+            scale.append(1.0 / counts[mp])
+        out = m[np.ix_(*index)]
+        for ax, s in enumerate(scale):
+            shape = [1] * len(clique)
+            shape[ax] = s.size
+            out = out * s.reshape(shape)
+        return out
+
+    # -- synthetic data --------------------------------------------------------------------------
+    def sample(self, rows: int, rng: np.random.Generator) -> pd.DataFrame:
+        """``rows`` synthetic records (original codes) drawn with the given generator."""
+        rows = int(rows)
+        if rows < 1:
+            raise ValueError(f"rows={rows} must be >= 1")
+        if self.kind == "mrf":
+            codes = self._sample_mrf(rows, rng)
+        else:
+            codes = self._sample_mixture(rows, rng)
+        for a, mp in self.compression.items():
+            codes[a] = _decompress(codes[a], mp, rng)
+        return pd.DataFrame({a: codes[a].astype(np.int64) for a in self.attributes})
+
+    def _sample_mrf(self, rows: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Private-PGM's randomised-rounding sampler, in numpy (junction.sample_rounded)."""
+        return sample_rounded(self._tree, rows, rng)
+
+    def _sample_mixture(self, rows: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Mixture sampling by per-component randomised rounding (as mbi's MixtureOfProducts
+        does), but drawn from the given generator."""
+        k = self._products[0].shape[0]
+        per = rows // k + 1
+        blocks = {a: [] for a in self.attributes}
+        for comp in range(k):
+            for a, probs in zip(self.attributes, self._products, strict=True):
+                blocks[a].append(rng.permutation(round_counts(probs[comp], per, rng)))
+        keep = rng.permutation(per * k)[:rows]
+        return {a: np.concatenate(blocks[a])[keep] for a in self.attributes}
+
+    def to_mbi(self) -> object:
+        """The model as an mbi MarkovRandomField (mrf kind only)."""
+        if self.kind != "mrf":
+            raise ValueError("to_mbi needs an mrf model")
+        from dpbench.methods.marginals import _mbi
+        dom = _mbi.to_domain(self.attributes, self.model_sizes)
+        import jax.numpy as jnp
+        cv = _mbi.mbi.CliqueVector
+
+        def factor(dom: object, values: np.ndarray) -> object:
+            return _mbi.mbi.Factor(dom, jnp.asarray(values))
+        pot = cv(dom, self.cliques,
+                 {c: factor(dom.project(c), t) for c, t in zip(self.cliques, self.tables,
+                                                               strict=True)})
+        marg = cv(dom, self.cliques,
+                  {c: factor(dom.project(c), self._tree.marginal(c)) for c in self.cliques})
+        return _mbi.mbi.MarkovRandomField(potentials=pot, marginals=marg, total=self.total)
+
+    # -- serialisation ----------------------------------------------------------------------------
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """(arrays, JSON-able metadata) that :meth:`from_arrays` turns back into the model."""
+        arrays: dict[str, np.ndarray] = {}
+        for i, t in enumerate(self.tables):
+            arrays[f"table_{i}"] = t
+        for i, lg in enumerate(self.logits):
+            arrays[f"logits_{i}"] = lg
+        for a, mp in self.compression.items():
+            arrays[f"compress_{self.attributes.index(a)}"] = mp
+        meta = {
+            "attributes": list(self.attributes), "sizes": self.sizes, "kind": self.kind,
+            "total": self.total, "cliques": [list(c) for c in self.cliques],
+            "n_logits": len(self.logits), "charges": [[c.label, c.rho] for c in self.charges],
+            "info": self.info,
+        }
+        return arrays, meta
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]
+                    ) -> MarginalModel:
+        attrs = tuple(meta["attributes"])
+        cliques = [tuple(c) for c in meta["cliques"]]
+        compression = {a: np.asarray(arrays[f"compress_{i}"]) for i, a in enumerate(attrs)
+                       if f"compress_{i}" in arrays}
+        return cls(
+            attributes=attrs, sizes={a: int(meta["sizes"][a]) for a in attrs},
+            kind=meta["kind"], total=float(meta["total"]), cliques=cliques,
+            tables=[np.asarray(arrays[f"table_{i}"]) for i in range(len(cliques))],
+            logits=[np.asarray(arrays[f"logits_{i}"]) for i in range(int(meta["n_logits"]))],
+            compression=compression,
+            charges=[RhoCharge(str(lbl), float(r)) for lbl, r in meta["charges"]],
+            info=json.loads(json.dumps(meta.get("info", {}))),
+        )
+
+
+def _decompress(values: np.ndarray, mapping: np.ndarray, rng: np.random.Generator
+                ) -> np.ndarray:
+    """Model levels -> original levels; a merged level becomes one of its members uniformly."""
+    out = np.empty(values.shape, dtype=np.int64)
+    for level in range(int(mapping.max()) + 1):
+        members = np.flatnonzero(mapping == level)
+        mask = values == level
+        if members.size == 1:
+            out[mask] = members[0]
+        elif mask.any():
+            out[mask] = members[rng.integers(members.size, size=int(mask.sum()))]
+    return out

@@ -1,0 +1,157 @@
+"""MST (McKenna, Miklau & Sheldon 2021), the DD-SSP paper's Fig. 5 alternative to AIM.
+
+The zCDP budget rho (from the ledger) is split in three equal parts:
+
+1. every 1-way marginal is measured with N(0, sigma^2 d) noise (the d marginals
+   together have L2 sensitivity 1 at noise sigma = sqrt(3 / (2 rho))), cost rho/3;
+2. domain compression: the levels of an attribute whose noisy count is below
+   3 sqrt(d) sigma (3 noise sds) are merged into one level, and the 1-way
+   measurement is re-expressed on the compressed domain (free post-processing);
+3. a maximum spanning tree over the attributes is selected with d - 1
+   exponential-mechanism draws (Kruskal order; score = L1 distance between the
+   compressed 2-way data marginal and the model fitted to the 1-way
+   measurements; sensitivity 1; each draw eps = sqrt(8 (rho/3) / (d - 1)),
+   charged eps^2 / 8), cost rho/3;
+4. the d - 1 tree marginals are measured with N(0, sigma^2 (d - 1)) each, cost rho/3;
+5. Private-PGM estimates the model from all measurements.
+
+Compressed levels are expanded back uniformly by :class:`MarginalModel`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpbench.methods.marginals import _mbi
+from dpbench.methods.marginals.data import checked_codes, data_marginal
+from dpbench.methods.marginals.model import MarginalModel, RhoCharge
+from dpbench.methods.marginals.noise import measure, noise_is_off, select
+from dpbench.methods.marginals.workloads import Clique
+from dpbench.privacy.accountant import Accountant
+
+
+@dataclass(frozen=True)
+class MSTSettings:
+    """MST hyperparameters (defaults: the MST reference implementation's)."""
+
+    max_iters: int = 5000          # iterations of the final Private-PGM estimate
+    select_iters: int = 1000       # iterations of the 1-way model used for selection
+    compress: bool = True          # domain compression (the paper's MST; off: ablation)
+    threshold: float = 3.0         # merge levels whose noisy count < threshold noise sds
+
+    def __post_init__(self) -> None:
+        if self.max_iters < 1 or self.select_iters < 1:
+            raise ValueError(f"max_iters={self.max_iters} and select_iters={self.select_iters} "
+                             "must be >= 1")
+        if not self.threshold >= 0:
+            raise ValueError(f"threshold={self.threshold} must be >= 0")
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def run_mst(data: pd.DataFrame, sizes: Mapping[str, int], accountant: Accountant,
+            rng: np.random.Generator, settings: MSTSettings | None = None) -> MarginalModel:
+    """Run MST on the integer-coded ``data`` (its columns, in order, are the attributes)."""
+    s = settings or MSTSettings()
+    if accountant.currency != "zcdp":
+        raise TypeError(f"MST composes in zCDP; got a {accountant.currency!r} ledger")
+    t_start = time.perf_counter()
+    attrs = list(data.columns)
+    d = len(attrs)
+    if d < 2:
+        raise ValueError(f"MST needs at least 2 attributes, got {attrs}")
+    codes = checked_codes(data, attrs, sizes)
+    rho = accountant.remaining()
+    sigma = math.sqrt(3 / (2 * rho))
+    charges: list[RhoCharge] = []
+
+    def charge(rho_i: float, label: str) -> None:
+        accountant.charge_rho(rho_i, label)
+        charges.append(RhoCharge(label, rho_i))
+
+    # 1. 1-way marginals, jointly sensitivity 1 at noise sigma
+    s1 = sigma * math.sqrt(d)
+    noisy1: dict[str, np.ndarray] = {}
+    for a in attrs:
+        charge(1 / (2 * s1**2), f"mst:1way:{a}")
+        noisy1[a] = measure(data_marginal(codes, (a,), sizes), s1, rng)
+
+    # 2. domain compression
+    mapping: dict[str, np.ndarray] = {}
+    if s.compress:
+        for a in attrs:
+            keep = noisy1[a] >= s.threshold * s1
+            if not keep.all():
+                m = np.full(keep.size, int(keep.sum()), dtype=np.int64)
+                m[keep] = np.arange(int(keep.sum()))
+                mapping[a] = m
+    msizes = {a: int(mapping[a].max()) + 1 if a in mapping else int(sizes[a]) for a in attrs}
+    mcodes = {a: mapping[a][codes[a]] if a in mapping else codes[a] for a in attrs}
+    domain = _mbi.to_domain(attrs, msizes)
+    full = _mbi.to_domain(attrs, sizes)
+    log1 = []
+    for a in attrs:
+        m = _mbi.measurement(noisy1[a], (a,), s1)
+        log1.append(m.compress({a: mapping[a]}, full) if a in mapping else m)
+
+    # 3. spanning tree by the exponential mechanism
+    t0 = time.perf_counter()
+    start = _to_model(_mbi.estimate_mrf(domain, log1, iters=s.select_iters), attrs, msizes)
+    pairs = list(itertools.combinations(attrs, 2))
+    est = start.marginals(pairs)
+    weight = {p: float(np.abs(data_marginal(mcodes, p, msizes) - est[p]).sum()) for p in pairs}
+    eps = math.sqrt(8 * (rho / 3) / (d - 1))
+    comp = {a: a for a in attrs}
+
+    def find(a: str) -> str:
+        while comp[a] != a:
+            a = comp[a]
+        return a
+
+    tree: list[Clique] = []
+    for step in range(d - 1):
+        cands = [p for p in pairs if find(p[0]) != find(p[1])]
+        charge(eps**2 / 8, f"mst:select:{step + 1}")
+        a, b = cands[select([weight[p] for p in cands], eps, 1.0, rng)]
+        comp[find(b)] = find(a)
+        tree.append((a, b))
+    t_select = time.perf_counter() - t0
+
+    # 4. tree marginals, jointly sensitivity 1 at noise sigma
+    s2 = sigma * math.sqrt(d - 1)
+    log2 = []
+    for cl in tree:
+        charge(1 / (2 * s2**2), f"mst:2way:{'|'.join(cl)}")
+        log2.append(_mbi.measurement(measure(data_marginal(mcodes, cl, msizes).ravel(), s2, rng),
+                                     cl, s2))
+
+    # 5. Private-PGM
+    t0 = time.perf_counter()
+    model = _to_model(_mbi.estimate_mrf(domain, log1 + log2, iters=s.max_iters), attrs, sizes,
+                      mapping)
+    model.charges = charges
+    model.info = {
+        "mechanism": "mst", "settings": s.as_dict(), "rho": rho,
+        "tree": ["|".join(c) for c in tree],
+        "compressed": {a: [int(sizes[a]), msizes[a]] for a in mapping},
+        "seconds_estimation": time.perf_counter() - t0, "seconds_selection": t_select,
+        "seconds": time.perf_counter() - t_start, "noise_disabled": noise_is_off(),
+    }
+    return model
+
+
+def _to_model(fit: object, attrs: list[str], sizes: Mapping[str, int],
+              compression: Mapping[str, np.ndarray] | None = None) -> MarginalModel:
+    """An mbi MRF fitted on the compressed domain, as a model over ``sizes`` (the original
+    sizes with ``compression``, or the compressed sizes without)."""
+    cliques, tables, total = _mbi.mrf_tables(fit)
+    return MarginalModel(tuple(attrs), {a: int(sizes[a]) for a in attrs}, "mrf", total,
+                         cliques=cliques, tables=tables, compression=dict(compression or {}))

@@ -1,0 +1,117 @@
+"""One private marginal release per trial cell, shared by every method that uses it.
+
+``release_marginals`` runs AIM or MST on a training split's discrete records
+(the encoding's feature attributes plus the target) against a fresh zCDP ledger
+with the trial's (eps, delta), then charges the recorded releases to the
+caller's ledger. Inside the runner's artifact context the fitted model is
+cached by content (cell, attributes, domain, workload, mechanism settings,
+eps, delta, a fingerprint of the records, code version), so DD-SSP and
+AIM-Synth of the same cell use one fit and are charged the same amount; the
+mechanism's randomness is then seeded from the cell and the settings (never
+from the records, nor from the consumer's name). Outside a context, or with
+noise disabled, nothing is cached and the mechanism draws from the caller's rng.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from dpbench.data.base import TabularData
+from dpbench.methods.marginals.aim import AIMSettings, run_aim
+from dpbench.methods.marginals.model import MarginalModel
+from dpbench.methods.marginals.mst import MSTSettings, run_mst
+from dpbench.methods.marginals.noise import noise_is_off
+from dpbench.methods.marginals.workloads import WORKLOADS, build_workload
+from dpbench.privacy.accountant import Accountant
+from dpbench.runner.artifacts import current_context
+
+MECHANISMS = ("aim", "mst")
+ARTIFACT_VERSION = 1
+
+#: method parameter -> settings field, per mechanism (None-valued params keep defaults)
+AIM_PARAMS = ("max_model_size", "max_iters", "final_iters", "rounds", "alpha", "estimator",
+              "mixture_components", "mixture_lr")
+MST_PARAMS = ("max_iters", "select_iters", "compress", "threshold")
+
+
+def build_settings(mechanism: str, params: Mapping[str, Any]) -> AIMSettings | MSTSettings:
+    """Mechanism settings from flat method parameters; a set parameter the mechanism does
+    not use is an error (it would silently do nothing)."""
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"mechanism={mechanism!r}; valid: {', '.join(MECHANISMS)}")
+    used = AIM_PARAMS if mechanism == "aim" else MST_PARAMS
+    known = set(AIM_PARAMS) | set(MST_PARAMS)
+    unknown = sorted(k for k in params if k not in known)
+    if unknown:
+        raise ValueError(f"unknown mechanism parameters {unknown}; valid: {sorted(known)}")
+    stray = sorted(k for k, v in params.items() if v is not None and k not in used)
+    if stray:
+        raise ValueError(f"parameters {stray} do not apply to mechanism={mechanism!r}; "
+                         f"it takes {list(used)}")
+    given = {k: v for k, v in params.items() if v is not None}
+    return AIMSettings(**given) if mechanism == "aim" else MSTSettings(**given)
+
+
+def data_fingerprint(frame: Any, attributes: tuple[str, ...], sizes: Mapping[str, int]) -> str:
+    """sha256 of the attribute names, domain sizes and int64 codes (row-major)."""
+    h = hashlib.sha256()
+    h.update(repr([(a, int(sizes[a])) for a in attributes]).encode())
+    h.update(np.ascontiguousarray(frame[list(attributes)].to_numpy(dtype=np.int64)).tobytes())
+    return h.hexdigest()
+
+
+def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.Generator, *,
+                      mechanism: str, workload: str, settings: AIMSettings | MSTSettings
+                      ) -> tuple[MarginalModel, dict[str, Any]]:
+    """(model, info): the marginal model of ``data``'s features + target, paid for."""
+    if data.discrete is None or data.domain is None or data.encoding is None:
+        raise ValueError("marginal-based methods need discrete records with a domain and an "
+                         "encoding (datasets loaded by dpbench.data.discrete.load_discrete)")
+    if workload not in WORKLOADS:
+        raise ValueError(f"workload={workload!r}; valid: {', '.join(WORKLOADS)}")
+    enc = data.encoding
+    attrs = (*enc.attributes, enc.target)
+    sizes = {a: int(data.domain[a]) for a in attrs}
+    frame = data.discrete[list(attrs)]
+    fields = {
+        "artifact": "marginal-release", "version": ARTIFACT_VERSION, "mechanism": mechanism,
+        "workload": workload if mechanism == "aim" else None, "settings": settings.as_dict(),
+        "epsilon": float(accountant.epsilon), "delta": float(accountant.delta),
+        "attributes": list(attrs), "sizes": sizes,
+    }
+
+    def fit(seed_rng: np.random.Generator) -> MarginalModel:
+        ledger = Accountant(accountant.epsilon, accountant.delta, "zcdp")
+        t0 = time.perf_counter()
+        if mechanism == "aim":
+            w = build_workload(workload, attrs, target=enc.target, domain=sizes)
+            model = run_aim(frame, sizes, w, ledger, seed_rng, settings)
+        else:
+            model = run_mst(frame, sizes, ledger, seed_rng, settings)
+        model.info["mechanism_seconds"] = time.perf_counter() - t0
+        return model
+
+    ctx = current_context()
+    if ctx is None or ctx.store is None or noise_is_off():
+        model, hit, key = fit(rng), False, None
+    else:
+        seed = ctx.seed(fields)
+        keyed = {**fields, "cell": ctx.cell,
+                 "data": data_fingerprint(frame, attrs, sizes)}
+        arrays, meta, hit = ctx.store.get_or_create(
+            keyed, lambda: fit(np.random.default_rng(seed)).to_arrays())
+        model = MarginalModel.from_arrays(arrays, meta)
+        key = meta["artifact_key"]
+
+    for c in model.charges:
+        accountant.charge_rho(c.rho, c.label)
+    keep = ("mechanism", "rounds", "annealed_rounds", "model_size_mb", "mechanism_seconds",
+            "noise_disabled")
+    info = {k: model.info[k] for k in keep if k in model.info}
+    info.update(cache_hit=bool(hit), artifact_key=key, n_releases=len(model.charges))
+    return model, info

@@ -1,0 +1,108 @@
+"""Marginal workloads: which attribute subsets a mechanism is asked to preserve.
+
+A clique is a tuple of attribute names in *canonical order* (the order of the
+attribute list the workload was built from), so every list built here is
+deterministic: cliques are sorted by size, then by the positions of their
+attributes in that list. Nothing depends on set or hash order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+Clique = tuple[str, ...]
+
+WORKLOADS: tuple[str, ...] = ("all_pairs", "target_pairs", "all_triples")
+
+
+def canonical(clique: Iterable[str], order: Sequence[str]) -> Clique:
+    """The clique's attributes sorted by their position in ``order``."""
+    pos = {a: i for i, a in enumerate(order)}
+    items = tuple(clique)
+    unknown = [a for a in items if a not in pos]
+    if unknown:
+        raise ValueError(f"clique attributes {unknown} are not in {list(order)}")
+    if len(set(items)) != len(items):
+        raise ValueError(f"clique {items} repeats an attribute")
+    return tuple(sorted(items, key=pos.__getitem__))
+
+
+def sort_cliques(cliques: Iterable[Iterable[str]], order: Sequence[str]) -> list[Clique]:
+    """Canonicalise, deduplicate and sort cliques by (size, attribute positions)."""
+    pos = {a: i for i, a in enumerate(order)}
+    unique = {canonical(c, order) for c in cliques}
+    return sorted(unique, key=lambda c: (len(c), [pos[a] for a in c]))
+
+
+def all_kway(attributes: Sequence[str], k: int) -> list[Clique]:
+    """Every k-subset of ``attributes`` (k >= 1), in lexicographic position order."""
+    if not 1 <= k <= len(attributes):
+        raise ValueError(f"k={k} must lie in [1, {len(attributes)}] (number of attributes)")
+    return [tuple(c) for c in itertools.combinations(attributes, k)]
+
+
+def downward_closure(cliques: Iterable[Clique], order: Sequence[str]) -> list[Clique]:
+    """All non-empty subsets of the given cliques, sorted by size then position."""
+    subsets: list[Clique] = []
+    for cl in cliques:
+        for r in range(1, len(cl) + 1):
+            subsets.extend(itertools.combinations(cl, r))
+    return sort_cliques(subsets, order)
+
+
+def clique_size(clique: Clique, domain: Mapping[str, int]) -> int:
+    """Number of cells of the clique's marginal."""
+    return math.prod(int(domain[a]) for a in clique)
+
+
+def filter_by_size(cliques: Iterable[Clique], domain: Mapping[str, int],
+                   max_cells: int | None) -> list[Clique]:
+    """Keep the cliques whose marginal has at most ``max_cells`` cells (None keeps all)."""
+    if max_cells is None:
+        return list(cliques)
+    if max_cells < 1:
+        raise ValueError(f"max_cells={max_cells} must be >= 1 or None")
+    return [c for c in cliques if clique_size(c, domain) <= max_cells]
+
+
+def build_workload(name: str, attributes: Sequence[str], target: str | None = None,
+                   domain: Mapping[str, int] | None = None,
+                   max_cells: int | None = None) -> list[Clique]:
+    """A named workload over ``attributes`` (which must include ``target`` if one is needed).
+
+    - ``all_pairs``: every 2-way marginal (the DD-SSP paper's workload, Sec. G.2);
+    - ``target_pairs``: every (feature, target) pair;
+    - ``all_triples``: every 3-way marginal.
+    ``max_cells`` drops cliques with more cells (needs ``domain``).
+    """
+    attrs = list(attributes)
+    if len(set(attrs)) != len(attrs):
+        raise ValueError(f"attributes repeat a name: {attrs}")
+    if name == "all_pairs":
+        out = all_kway(attrs, 2)
+    elif name == "all_triples":
+        out = all_kway(attrs, 3)
+    elif name == "target_pairs":
+        if target not in attrs:
+            raise ValueError(f"target={target!r} is not among the attributes {attrs}")
+        out = [canonical((a, target), attrs) for a in attrs if a != target]
+    else:
+        raise ValueError(f"workload={name!r} is unknown; valid: {', '.join(WORKLOADS)}")
+    if max_cells is not None:
+        if domain is None:
+            raise ValueError("max_cells needs the domain sizes")
+        out = filter_by_size(out, domain, max_cells)
+    if not out:
+        raise ValueError(f"workload {name!r} over {attrs} is empty (max_cells={max_cells})")
+    return sort_cliques(out, attrs)
+
+
+def workload_weights(workload: Sequence[Clique], order: Sequence[str]) -> dict[Clique, float]:
+    """AIM's candidate weights w_r = sum_{s in W} c_s |r & s| over the downward closure
+    of the workload, with every workload weight c_s = 1 (AIM paper, Alg. 2 line 8).
+    Returned in the closure's deterministic order."""
+    closure = downward_closure(workload, order)
+    wsets = [frozenset(s) for s in workload]
+    return {r: float(sum(len(frozenset(r) & s) for s in wsets)) for r in closure}

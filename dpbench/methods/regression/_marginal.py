@@ -1,0 +1,71 @@
+"""Shared plumbing of the regression methods built on a private marginal release."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpbench.data.base import Encoding, TabularData
+from dpbench.methods.base import LinearModel
+from dpbench.methods.marginals.model import MarginalModel
+from dpbench.methods.marginals.release import (
+    AIM_PARAMS,
+    MST_PARAMS,
+    build_settings,
+    release_marginals,
+)
+from dpbench.privacy.accountant import Accountant
+
+MODELS = ("linear", "logistic")
+
+
+class MarginalMethod(LinearModel):
+    """A linear/logistic model fitted from an AIM or MST release (composes in zCDP).
+
+    Parameters: ``model`` (linear | logistic), ``mechanism`` (aim | mst),
+    ``workload`` (AIM's; default all 2-way marginals, the paper's), and the
+    mechanism settings (None keeps the mechanism's default, which is the
+    paper's): AIM ``max_model_size`` (MB), ``max_iters``, ``final_iters``,
+    ``rounds``, ``alpha``, ``estimator`` (mrf | mixture), ``mixture_components``,
+    ``mixture_lr``; MST ``max_iters``, ``select_iters``, ``compress``,
+    ``threshold``.
+    """
+
+    accounting = "zcdp"
+
+    def __init__(self, model: str = "linear", mechanism: str = "aim",
+                 workload: str = "all_pairs", **mechanism_params: Any) -> None:
+        if model not in MODELS:
+            raise ValueError(f"model={model!r}; valid: {', '.join(MODELS)}")
+        full = {k: mechanism_params.pop(k, None) for k in (*AIM_PARAMS, *MST_PARAMS)}
+        if mechanism_params:
+            raise ValueError(f"unknown parameters {sorted(mechanism_params)}; valid: model, "
+                             f"mechanism, workload, {', '.join(sorted(full))}")
+        self.settings = build_settings(mechanism, full)
+        super().__init__(model=model, mechanism=mechanism, workload=workload,
+                         **{k: v for k, v in full.items() if v is not None})
+        self._info: dict[str, Any] = {}
+
+    def _release(self, data: TabularData, accountant: Accountant,
+                 rng: np.random.Generator) -> MarginalModel:
+        released, info = release_marginals(
+            data, accountant, rng, mechanism=self.params["mechanism"],
+            workload=self.params["workload"], settings=self.settings)
+        self._info = info
+        return released
+
+    def info(self) -> dict[str, Any]:
+        return dict(self._info)
+
+
+def label_values(encoding: Encoding) -> np.ndarray:
+    """Target level values as +-1 labels (the logistic likelihood's convention):
+    {-1, +1} as given, {0, 1} mapped to 2 y - 1."""
+    v = np.asarray(encoding.target_values, dtype=float)
+    if set(v.tolist()) == {-1.0, 1.0}:
+        return v
+    if set(v.tolist()) == {0.0, 1.0}:
+        return 2 * v - 1
+    raise ValueError(f"logistic regression needs a binary target valued {{0, 1}} or {{-1, 1}}; "
+                     f"{encoding.target!r} has values {v.tolist()}")

@@ -1,0 +1,160 @@
+"""Content-addressed cache of expensive shared intermediates (e.g. one AIM fit per trial cell).
+
+One AIM run per (dataset cell, workload, eps, delta, settings) feeds both DD-SSP
+and AIM-Synth, survives restarts, and is safe when several worker processes
+ask for it at once: the builder runs under an exclusive file lock
+(``fcntl.flock`` on ``<artifact>.lock``), re-checks the cache after acquiring
+it, and publishes the artifact with an atomic rename, so a reader sees either
+no file or a complete one.
+
+An artifact is one ``.npz`` holding named arrays plus a JSON metadata entry
+(no pickles). Its address is the sha256 of the canonical JSON of its key
+fields, stored under ``<root>/<key[:2]>/<key>.npz``.
+
+The runner opens an :func:`artifact_context` around each trial with the
+trial's *cell* (the digest of what determines its data split: dataset, its
+parameters and the trial index, shared by every method of that cell) and the
+cache root. Methods read it with :func:`current_context`; outside a context
+(tests, direct use) there is no cache and methods use their own generator.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpbench.runner.spec import canonical_json, digest
+
+_META = "__meta__"
+
+Arrays = dict[str, np.ndarray]
+Built = tuple[Arrays, dict[str, Any]]
+
+
+class ArtifactStore:
+    """Directory of ``<key[:2]>/<key>.npz`` artifacts."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    @staticmethod
+    def key(fields: Mapping[str, Any]) -> str:
+        """The content address of an artifact described by ``fields`` (JSON-able)."""
+        return digest(dict(fields))
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.npz"
+
+    def load(self, key: str) -> Built | None:
+        """(arrays, meta) of a stored artifact, or None if absent or unreadable."""
+        try:
+            with np.load(self.path(key), allow_pickle=False) as npz:
+                arrays = {k: np.asarray(npz[k]) for k in npz.files}
+        except (FileNotFoundError, OSError, ValueError, EOFError):
+            return None
+        meta_bytes = arrays.pop(_META, None)
+        if meta_bytes is None:
+            return None
+        return arrays, json.loads(meta_bytes.tobytes().decode())
+
+    def save(self, key: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> Path:
+        """Atomically publish an artifact (temporary file in the same directory + rename)."""
+        if _META in arrays:
+            raise ValueError(f"array name {_META!r} is reserved")
+        final = self.path(key)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        buf = io.BytesIO()
+        payload = {k: np.asarray(v) for k, v in arrays.items()}
+        payload[_META] = np.frombuffer(canonical_json(dict(meta)).encode(), dtype=np.uint8)
+        np.savez(buf, **payload)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=final.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(buf.getvalue())
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, final)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return final
+
+    def get_or_create(self, fields: Mapping[str, Any], build: Callable[[], Built]
+                      ) -> tuple[Arrays, dict[str, Any], bool]:
+        """(arrays, meta, hit): the cached artifact for ``fields``, building it at most once.
+
+        ``build`` runs only if no readable artifact exists once the lock is held;
+        concurrent callers wait on the lock and then read what the builder wrote.
+        """
+        key = self.key(fields)
+        found = self.load(key)
+        if found is not None:
+            return (*found, True)
+        with self._locked(key):
+            found = self.load(key)
+            if found is not None:
+                return (*found, True)
+            arrays, meta = build()
+            meta = {**meta, "artifact_fields": dict(fields), "artifact_key": key}
+            self.save(key, arrays, meta)
+            return arrays, json.loads(canonical_json(meta)), False
+
+    @contextmanager
+    def _locked(self, key: str) -> Iterator[None]:
+        lock = self.path(key).with_suffix(".lock")
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock, "a+b") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+@dataclass(frozen=True)
+class ArtifactContext:
+    """What a method may know about the trial it runs in."""
+
+    cell: str                      # digest of the trial's data identity (dataset, params, trial)
+    store: ArtifactStore | None    # None: caching off
+
+    def seed(self, fields: Mapping[str, Any]) -> np.random.SeedSequence:
+        """A seed derived from the cell and ``fields`` only (never from the data itself:
+        noise seeded by a function of the private data would not be independent of it)."""
+        h = hashlib.sha256(canonical_json({"cell": self.cell, **dict(fields)}).encode())
+        return np.random.SeedSequence(int(h.hexdigest()[:32], 16))
+
+
+_CONTEXT: ContextVar[ArtifactContext | None] = ContextVar("dpbench_artifacts", default=None)
+
+
+@contextmanager
+def artifact_context(cell: str, root: str | Path | None) -> Iterator[ArtifactContext]:
+    """Run the enclosed trial with cell ``cell`` and cache root ``root`` (None: no cache)."""
+    ctx = ArtifactContext(cell, ArtifactStore(root) if root is not None else None)
+    token = _CONTEXT.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _CONTEXT.reset(token)
+
+
+def current_context() -> ArtifactContext | None:
+    return _CONTEXT.get()
+
+
+def default_root(results_dir: str | Path) -> Path:
+    """The cache root for a results directory: ``<results_dir>/cache``."""
+    return Path(results_dir) / "cache"

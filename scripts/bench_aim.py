@@ -1,0 +1,103 @@
+"""Time AIM on Adult (DD-SSP's discretised Adult, all 2-way marginals): per round, total, JAX.
+
+Not a test: run by hand, e.g.
+
+    nice python scripts/bench_aim.py                       # paper settings, eps 0.1 and 1.0
+    nice python scripts/bench_aim.py --profile default --eps 0.05 2.0
+
+Prints one row per run: rounds, annealed rounds, measured cliques, final model
+size, total seconds, seconds in estimation, in candidate selection, and in JAX
+compilation (tracing + lowering + XLA backend compile, from jax.monitoring),
+plus the mean / max seconds per round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gzip
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from jax import monitoring  # noqa: E402
+
+from dpbench.methods.marginals.aim import AIMSettings, run_aim  # noqa: E402
+from dpbench.methods.marginals.workloads import build_workload  # noqa: E402
+from dpbench.privacy import Accountant  # noqa: E402
+
+SHARED = Path("/work/shared/datasets/ddssp_adult")
+COMPILE_EVENTS = ("/jax/core/compile/backend_compile_duration",
+                  "/jax/core/compile/jaxpr_to_mlir_module_duration",
+                  "/jax/core/compile/jaxpr_trace_duration")
+
+
+def load_adult(folder: Path, n_max: int, seed: int) -> tuple[pd.DataFrame, dict[str, int]]:
+    sizes = json.loads((folder / "adult-domain.json").read_text())
+    path = folder / "adult_train.csv.gz"
+    with gzip.open(path, "rt") as fh:
+        frame = pd.read_csv(fh)
+    frame = frame.sample(frac=1.0, random_state=seed).head(n_max).reset_index(drop=True)
+    return frame[list(frame.columns)].astype(np.int64), {a: int(sizes[a]) for a in frame.columns}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--eps", type=float, nargs="+", default=[0.1, 1.0])
+    ap.add_argument("--delta", type=float, default=1e-5)
+    ap.add_argument("--profile", choices=["paper", "default", "smoke"], default="paper")
+    ap.add_argument("--max-model-size", type=float)
+    ap.add_argument("--max-iters", type=int)
+    ap.add_argument("--rounds", type=int)
+    ap.add_argument("--n-max", type=int, default=50_000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", type=Path, default=SHARED)
+    ap.add_argument("--verbose", action="store_true", help="log every AIM round")
+    args = ap.parse_args()
+    if args.verbose:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+        logging.getLogger("jax").setLevel(logging.WARNING)
+
+    from dpbench.methods.marginals.profiles import AIM_PROFILES
+    settings = dict(AIM_PROFILES[args.profile])
+    for key in ("max_model_size", "max_iters", "rounds"):
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
+    frame, sizes = load_adult(args.data, args.n_max, args.seed)
+    workload = build_workload("all_pairs", list(frame.columns))
+    compile_s: collections.Counter[str] = collections.Counter()
+    monitoring.register_event_duration_secs_listener(
+        lambda name, dur, **_: compile_s.update({name: dur}) if name in COMPILE_EVENTS else None)
+
+    print(f"Adult n={len(frame)}, {len(sizes)} attributes, workload {len(workload)} pairs, "
+          f"settings {settings}")
+    header = ("eps", "rounds", "annealed", "cliques", "model_MB", "total_s", "estim_s",
+              "select_s", "jax_compile_s", "round_mean_s", "round_max_s")
+    print(" | ".join(header))
+    for eps in args.eps:
+        compile_s.clear()
+        acc = Accountant(eps, args.delta, "zcdp")
+        t0 = time.perf_counter()
+        model = run_aim(frame, sizes, workload, acc, np.random.default_rng(args.seed),
+                        AIMSettings(**settings))
+        total = time.perf_counter() - t0
+        info = model.info
+        per_round = [r["seconds"] for r in info["trace"]] or [0.0]
+        row = (eps, info["rounds"], info["annealed_rounds"], len(set(info["measured"])),
+               round(info["model_size_mb"], 2), round(total, 1),
+               round(info["seconds_estimation"], 1), round(info["seconds_selection"], 1),
+               round(sum(compile_s.values()), 1), round(float(np.mean(per_round)), 2),
+               round(float(np.max(per_round)), 2))
+        print(" | ".join(str(x) for x in row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
