@@ -32,7 +32,9 @@ from jax import monitoring  # noqa: E402
 
 from dpbench.methods.marginals.aim import AIMSettings, run_aim  # noqa: E402
 from dpbench.methods.marginals.workloads import build_workload  # noqa: E402
+from dpbench.methods.marginals.release import AIM_PARAMS  # noqa: E402
 from dpbench.privacy import Accountant  # noqa: E402
+from dpbench.runner.grid import load_entry  # noqa: E402
 
 SHARED = Path("/work/shared/datasets/ddssp_adult")
 COMPILE_EVENTS = ("/jax/core/compile/backend_compile_duration",
@@ -49,11 +51,19 @@ def load_adult(folder: Path, n_max: int, seed: int) -> tuple[pd.DataFrame, dict[
     return frame[list(frame.columns)].astype(np.int64), {a: int(sizes[a]) for a in frame.columns}
 
 
+def method_settings(method: str, profile: str) -> dict[str, object]:
+    """The AIM settings a method yaml gives under a profile (params + profile overrides)."""
+    entry = load_entry("method", method)
+    params = {**entry.get("params", {}), **(entry.get("profiles", {}).get(profile) or {})}
+    return {k: v for k, v in params.items() if k in AIM_PARAMS and v is not None}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--eps", type=float, nargs="+", default=[0.1, 1.0])
     ap.add_argument("--delta", type=float, default=1e-5)
-    ap.add_argument("--profile", choices=["paper", "default", "smoke"], default="paper")
+    ap.add_argument("--profile", choices=["paper", "default", "smoke"], default="paper",
+                    help="settings of conf/method/ddssp.yaml under this profile")
     ap.add_argument("--max-model-size", type=float)
     ap.add_argument("--max-iters", type=int)
     ap.add_argument("--rounds", type=int)
@@ -66,8 +76,7 @@ def main() -> None:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
         logging.getLogger("jax").setLevel(logging.WARNING)
 
-    from dpbench.methods.marginals.profiles import AIM_PROFILES
-    settings = dict(AIM_PROFILES[args.profile])
+    settings = method_settings("ddssp", args.profile)
     for key in ("max_model_size", "max_iters", "rounds"):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)

@@ -15,13 +15,15 @@ import traceback
 import tracemalloc
 from datetime import UTC, datetime
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from threadpoolctl import threadpool_limits
 
 from dpbench.privacy.accountant import Accountant, validate_budget
 from dpbench.privacy.conversions import cdp_eps, gdp_eps
-from dpbench.runner.spec import TrialSpec
+from dpbench.runner.artifacts import artifact_context
+from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import FAILED, OK, ResultStore
 
 _VERSIONED = ("dpbench", "numpy", "scipy", "pandas", "scikit-learn", "mbi", "jax", "torch",
@@ -134,7 +136,11 @@ def run_trial(spec: TrialSpec | dict[str, Any], store_root: str, *,
     store = ResultStore(store_root)
     if store.status(spec.key) == OK:
         return OK
-    record = execute(spec, trace_memory=trace_memory)
+    # Shared intermediates (one AIM fit per trial cell for DD-SSP and AIM-Synth) are cached
+    # under <results_dir>/cache, keyed by the cell's data identity (see runner/artifacts.py).
+    with artifact_context(cell=digest(spec.data_identity()),
+                          root=Path(store_root).parent / "cache"):
+        record = execute(spec, trace_memory=trace_memory)
     store.put(record)
     return record["status"]
 

@@ -199,8 +199,9 @@ def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Cli
                       "candidates": len(cands), "annealed": bool(annealed),
                       "seconds": time.perf_counter() - t0,
                       "seconds_estimation": estimate.seconds - est_before})
-        log.info("AIM round %d: %s sigma=%.3g candidates=%d annealed=%s used=%.3f %.1fs", t,
-                 "|".join(cl), sigma, len(cands), annealed, spent() / rho, trace[-1]["seconds"])
+        log.info("AIM round %d: %s sigma=%.3g candidates=%d annealed=%s used=%.3f %.1fs "
+                 "(estimation %.1fs)", t, "|".join(cl), sigma, len(cands), annealed,
+                 spent() / rho, trace[-1]["seconds"], trace[-1]["seconds_estimation"])
         if annealed:                                                  # Alg. 4 l. 1-3
             sigma, eps = sigma / 2, eps * 2
 
