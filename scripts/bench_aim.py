@@ -1,5 +1,8 @@
 """Time AIM on Adult (DD-SSP's discretised Adult, all 2-way marginals): per round, total, JAX.
 
+The data is trial 0's training split of conf/dataset/adult.yaml (47,842 rows, the
+linear-regression encoding: 14 features + education-num), exactly what DD-SSP gets.
+
 Not a test: run by hand, e.g.
 
     nice python scripts/bench_aim.py                       # paper settings, eps 0.1 and 1.0
@@ -15,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import gzip
-import json
 import logging
 import sys
 import time
@@ -31,24 +32,25 @@ sys.path.insert(0, str(ROOT))
 from jax import monitoring  # noqa: E402
 
 from dpbench.methods.marginals.aim import AIMSettings, run_aim  # noqa: E402
-from dpbench.methods.marginals.workloads import build_workload  # noqa: E402
 from dpbench.methods.marginals.release import AIM_PARAMS  # noqa: E402
+from dpbench.methods.marginals.workloads import build_workload  # noqa: E402
 from dpbench.privacy import Accountant  # noqa: E402
+from dpbench.runner.execute import import_object  # noqa: E402
 from dpbench.runner.grid import load_entry  # noqa: E402
 
-SHARED = Path("/work/shared/datasets/ddssp_adult")
 COMPILE_EVENTS = ("/jax/core/compile/backend_compile_duration",
                   "/jax/core/compile/jaxpr_to_mlir_module_duration",
                   "/jax/core/compile/jaxpr_trace_duration")
 
 
-def load_adult(folder: Path, n_max: int, seed: int) -> tuple[pd.DataFrame, dict[str, int]]:
-    sizes = json.loads((folder / "adult-domain.json").read_text())
-    path = folder / "adult_train.csv.gz"
-    with gzip.open(path, "rt") as fh:
-        frame = pd.read_csv(fh)
-    frame = frame.sample(frac=1.0, random_state=seed).head(n_max).reset_index(drop=True)
-    return frame[list(frame.columns)].astype(np.int64), {a: int(sizes[a]) for a in frame.columns}
+def load_train(dataset: str, profile: str, seed: int) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The training split of a dataset yaml (as the runner builds it), as AIM sees it:
+    the encoding's features plus the target, integer codes, and their domain sizes."""
+    entry = load_entry("dataset", dataset)
+    params = {**entry.get("params", {}), **(entry.get("profiles", {}).get(profile) or {})}
+    train = import_object(entry["_target_"])(rng=np.random.default_rng(seed), **params).train
+    attrs = [*train.encoding.attributes, train.encoding.target]
+    return train.discrete[attrs], {a: int(train.domain[a]) for a in attrs}
 
 
 def method_settings(method: str, profile: str) -> dict[str, object]:
@@ -67,9 +69,8 @@ def main() -> None:
     ap.add_argument("--max-model-size", type=float)
     ap.add_argument("--max-iters", type=int)
     ap.add_argument("--rounds", type=int)
-    ap.add_argument("--n-max", type=int, default=50_000)
+    ap.add_argument("--dataset", default="adult", help="a conf/dataset yaml (default: adult)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data", type=Path, default=SHARED)
     ap.add_argument("--verbose", action="store_true", help="log every AIM round")
     args = ap.parse_args()
     if args.verbose:
@@ -80,14 +81,14 @@ def main() -> None:
     for key in ("max_model_size", "max_iters", "rounds"):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
-    frame, sizes = load_adult(args.data, args.n_max, args.seed)
+    frame, sizes = load_train(args.dataset, args.profile, args.seed)
     workload = build_workload("all_pairs", list(frame.columns))
     compile_s: collections.Counter[str] = collections.Counter()
     monitoring.register_event_duration_secs_listener(
         lambda name, dur, **_: compile_s.update({name: dur}) if name in COMPILE_EVENTS else None)
 
-    print(f"Adult n={len(frame)}, {len(sizes)} attributes, workload {len(workload)} pairs, "
-          f"settings {settings}")
+    print(f"{args.dataset} n={len(frame)}, {len(sizes)} attributes, "
+          f"workload {len(workload)} pairs, settings {settings}")
     header = ("eps", "rounds", "annealed", "cliques", "model_MB", "total_s", "estim_s",
               "select_s", "jax_compile_s", "round_mean_s", "round_max_s")
     print(" | ".join(header))

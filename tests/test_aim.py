@@ -7,6 +7,10 @@ structure once per test session (compilation, not fitting, dominates the time).
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -169,3 +173,47 @@ def test_calibrated_tree_matches_brute_force_joint():
             axes = tuple(k for k in range(len(attrs)) if k not in (i, j))
             np.testing.assert_allclose(tree.marginal((a, attrs[j])), p.sum(axis=axes),
                                        rtol=1e-10, atol=1e-12)
+
+
+DIGEST_SCRIPT = """
+import hashlib, sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+from marginal_fixtures import discrete_data
+from dpbench.methods.marginals.aim import AIMSettings, run_aim
+from dpbench.methods.marginals.mst import MSTSettings, run_mst
+from dpbench.methods.marginals.workloads import build_workload
+from dpbench.privacy import Accountant
+dom = {{"x1": 3, "x2": 4, "y": 5}}
+data = discrete_data(np.random.default_rng(0), 2000, dom, "y", categorical=("x2",))
+frame = data.discrete[list(dom)]
+h = hashlib.sha256()
+aim = run_aim(frame, dom, build_workload("all_pairs", list(dom)), Accountant(1.0, 1e-5, "zcdp"),
+              np.random.default_rng(5), AIMSettings(max_iters=100, max_model_size=1.0))
+mst = run_mst(frame, dom, Accountant(1.0, 1e-5, "zcdp"), np.random.default_rng(5),
+              MSTSettings(max_iters=100, select_iters=50))
+for m in (aim, mst):
+    h.update(repr((m.cliques, [(c.label, c.rho) for c in m.charges])).encode())
+    for t in m.tables:
+        h.update(np.ascontiguousarray(t).tobytes())
+    h.update(m.sample(500, np.random.default_rng(1)).to_numpy().tobytes())
+print(h.hexdigest())
+"""
+
+
+def test_aim_and_mst_are_bit_identical_across_processes_and_hash_seeds():
+    # Nothing may depend on set/dict hash order: two interpreters with different
+    # PYTHONHASHSEED must produce byte-identical models, charges and samples.
+    tests = str(Path(__file__).resolve().parent)
+    repo = str(Path(tests).parent)
+    script = DIGEST_SCRIPT.format(tests=tests)
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=repo,
+                              env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": repo})
+             for seed in ("1", "2")]
+    out = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 0, stderr
+        out.append(stdout.strip().splitlines()[-1])
+    assert out[0] == out[1]

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from conftest import REPO, dpbench_cmd, run_cli
 
-GRID = ["experiment=linreg_adult", "runner.progress=false"]
+# the data-independent methods only: AIM-based ones (ddssp, aim_synth) have their own tests
+BASELINES = "methods=[public,ssp,adassp]"
+GRID = ["experiment=linreg_adult", BASELINES, "runner.progress=false"]
 
 
 def _records(results: Path) -> dict[str, dict]:
@@ -53,7 +55,7 @@ def test_kill_minus_9_then_resume_gives_exact_grid_and_identical_figure(tmp_path
 
 def test_rerun_skips_done_and_retries_failed(tmp_path: Path) -> None:
     res = tmp_path / "r"
-    args = ["run", "experiment=linreg_adult", "profile=smoke", f"results_dir={res}",
+    args = ["run", "experiment=linreg_adult", BASELINES, "profile=smoke", f"results_dir={res}",
             "runner.progress=false"]
     run_cli(*args, check=True)
     recs = _records(res)
@@ -71,7 +73,8 @@ def test_rerun_skips_done_and_retries_failed(tmp_path: Path) -> None:
 
 
 def test_bit_identical_across_workers_and_invocations(tmp_path: Path) -> None:
-    grid = ["run", "experiment=linreg_adult", "profile=smoke", "profile.max_epsilons=null",
+    grid = ["run", "experiment=linreg_adult", BASELINES, "profile=smoke",
+            "profile.max_epsilons=null",
             "epsilons=[0.05,0.5,2]",
             "runner.progress=false"]
     run_cli(*grid, "runner.n_jobs=1", f"results_dir={tmp_path / 'a'}", check=True)

@@ -43,6 +43,27 @@ Arrays = dict[str, np.ndarray]
 Built = tuple[Arrays, dict[str, Any]]
 
 
+def atomic_write_bytes(final: Path, data: bytes) -> None:
+    """Write ``data`` to ``final`` so readers see the old file or the new one, never a part:
+    temporary file in the same directory, fsync, rename, fsync of the directory.
+    (The same protocol as ResultStore.put, which could share this helper.)"""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=final.suffix, dir=final.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(final.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 class ArtifactStore:
     """Directory of ``<key[:2]>/<key>.npz`` artifacts."""
 
@@ -79,16 +100,7 @@ class ArtifactStore:
         payload = {k: np.asarray(v) for k, v in arrays.items()}
         payload[_META] = np.frombuffer(canonical_json(dict(meta)).encode(), dtype=np.uint8)
         np.savez(buf, **payload)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=final.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(buf.getvalue())
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, final)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_bytes(final, buf.getvalue())
         return final
 
     def get_or_create(self, fields: Mapping[str, Any], build: Callable[[], Built]

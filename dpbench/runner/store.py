@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from dpbench.runner.artifacts import atomic_write_bytes
 
 OK, FAILED = "ok", "failed"
 
@@ -51,21 +52,7 @@ class ResultStore:
         final = self.path(record["key"])
         final.parent.mkdir(parents=True, exist_ok=True)
         data = json.dumps(record, sort_keys=True, indent=1, allow_nan=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=final.parent)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, final)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        dir_fd = os.open(final.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        atomic_write_bytes(final, data.encode())
         return final
 
     def remove_stale_temp(self, older_than_s: float = 3600.0) -> int:
