@@ -69,6 +69,7 @@ def main() -> None:
     ap.add_argument("--max-model-size", type=float)
     ap.add_argument("--max-iters", type=int)
     ap.add_argument("--rounds", type=int)
+    ap.add_argument("--rounds-per-attribute", type=float)
     ap.add_argument("--dataset", default="adult", help="a conf/dataset yaml (default: adult)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--verbose", action="store_true", help="log every AIM round")
@@ -78,7 +79,7 @@ def main() -> None:
         logging.getLogger("jax").setLevel(logging.WARNING)
 
     settings = method_settings("ddssp", args.profile)
-    for key in ("max_model_size", "max_iters", "rounds"):
+    for key in ("max_model_size", "max_iters", "rounds", "rounds_per_attribute"):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
     frame, sizes = load_train(args.dataset, args.profile, args.seed)

@@ -69,11 +69,13 @@ class Recorder:
         monkeypatch.setattr(module, "select", select)
 
 
-@pytest.mark.parametrize("eps,rounds", [(0.05, None), (1.0, None), (4.0, 6)])
-def test_aim_spends_at_most_rho_and_noise_matches_charges(data, monkeypatch, eps, rounds):
+@pytest.mark.parametrize("eps,rounds,per_attr", [(0.05, None, 16), (1.0, None, 3), (4.0, 6, 16)])
+def test_aim_spends_at_most_rho_and_noise_matches_charges(data, monkeypatch, eps, rounds,
+                                                          per_attr):
     rec = Recorder(aim_mod, monkeypatch)
     acc = Accountant(eps, DELTA, "zcdp")
-    settings = AIMSettings(max_iters=100, max_model_size=1.0, rounds=rounds)
+    settings = AIMSettings(max_iters=100, max_model_size=1.0, rounds=rounds,
+                           rounds_per_attribute=per_attr)
     model = run_aim(_frame(data), DOMAIN, build_workload("all_pairs", list(DOMAIN)), acc,
                     np.random.default_rng(1), settings)
     # the run's own ledger: total within the (eps, delta) guarantee, checked by brute force
@@ -87,7 +89,7 @@ def test_aim_spends_at_most_rho_and_noise_matches_charges(data, monkeypatch, eps
     np.testing.assert_allclose(gauss, [1 / (2 * s**2) for s in rec.sigmas], rtol=1e-12)
     np.testing.assert_allclose(sel, [e**2 / 8 for e in rec.epsilons], rtol=1e-12)
     # initial scale: sigma_0 = sqrt(T / (2 * 0.9 * rho)), T = 16 d unless given (Alg. 2 l. 4)
-    T = rounds or 16 * len(DOMAIN)
+    T = rounds or per_attr * len(DOMAIN)
     assert rec.sigmas[0] == pytest.approx(math.sqrt(T / (1.8 * acc.rho_total)), rel=1e-12)
     assert rec.epsilons[0] == pytest.approx(math.sqrt(0.8 * acc.rho_total / T), rel=1e-12)
     assert [c.label for c in model.charges] == [c.label for c in acc.charges]

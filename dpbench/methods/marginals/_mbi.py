@@ -53,11 +53,12 @@ def _iters(iters: int) -> int:
     return int(iters)
 
 
-#: XLA options that cut CPU compile time about 3-4x (measured by scripts/bench_aim.py) at the
-#: price of ~2-3x slower execution; used for models below FAST_COMPILE_MAX_CELLS, where
-#: compiling each new model structure costs far more than running 1000 iterations.
+#: XLA options that cut CPU compile time 2-4x at the price of ~2x slower execution (both
+#: measured on Adult models, docs/ddssp.md). They are used when the run is short:
+#: model cells x iterations <= FAST_COMPILE_MAX_WORK (there compiling each new model
+#: structure costs more than the iterations; above it the optimised program wins).
 FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
-FAST_COMPILE_MAX_CELLS = 2**20
+FAST_COMPILE_MAX_WORK = 5e7
 
 
 def _fused_impl(estimator: Estimator, domain: mbi.Domain, loss_fn: object, known_total: object,
@@ -95,7 +96,7 @@ def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[Linea
     known_total = minimum_variance_unbiased_total(measurements)
     loss_fn = marginal_loss.from_linear_measurements(measurements, domain)
     cells = model_size_mb(domain, loss_fn.cliques) * 2**20 / 8
-    fused = _fused_fast if cells <= FAST_COMPILE_MAX_CELLS else _fused_opt
+    fused = _fused_fast if cells * iters <= FAST_COMPILE_MAX_WORK else _fused_opt
     return fused(estimator, domain, loss_fn, known_total, warm_start, _iters(iters))
 
 

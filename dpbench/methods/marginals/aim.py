@@ -1,7 +1,7 @@
 """AIM (McKenna, Mullins, Sheldon & Miklau 2022) as the DD-SSP paper's Appendix A states it.
 
 Budget rho (zCDP) comes from the ledger: the exact CKS'20 conversion of the
-trial's (eps, delta). With T rounds (default 16 d) and alpha = 0.9:
+trial's (eps, delta). With T rounds (default 16 d, ``rounds_per_attribute`` x d) and alpha = 0.9:
 
 - sigma_0 = sqrt(T / (2 alpha rho)), eps_0 = sqrt(8 (1 - alpha) rho / T) (Alg. 2 l. 4, 9);
 - initialisation (Alg. 3): every 1-way marginal of the workload's downward
@@ -59,7 +59,8 @@ class AIMSettings:
     max_model_size: float = 200.0     # MB (paper: 200 MB; the AIM paper's default is 80)
     max_iters: int = 1000             # estimation iterations per round (paper: at most 1000)
     final_iters: int | None = None    # iterations of the final estimate (None: max_iters)
-    rounds: int | None = None         # T (None: 16 x number of attributes)
+    rounds: int | None = None         # T (None: rounds_per_attribute x number of attributes)
+    rounds_per_attribute: float = 16  # T / d, T rounded up (paper: 16)
     alpha: float = 0.9                # share of each round's budget spent on measurement
     estimator: str = "mrf"            # mrf (Private-PGM) | mixture (Fig. 6 ablation)
     mixture_components: int = 10      # as private-pgm's MixtureInference default
@@ -73,6 +74,9 @@ class AIMSettings:
                              "must be >= 1")
         if self.rounds is not None and self.rounds < 1:
             raise ValueError(f"rounds={self.rounds} must be >= 1 or None")
+        if not self.rounds_per_attribute > 1:
+            raise ValueError(f"rounds_per_attribute={self.rounds_per_attribute} must be > 1 "
+                             "(the initial 1-way measurements take d of the T rounds' budget)")
         if not 0 < self.alpha < 1:
             raise ValueError(f"alpha={self.alpha} must lie in (0, 1)")
         if self.estimator not in ESTIMATORS:
@@ -135,7 +139,7 @@ def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Cli
 
     rho = accountant.remaining()
     start_spent = accountant.rho_spent
-    rounds = s.rounds or 16 * len(attrs)
+    rounds = s.rounds or math.ceil(s.rounds_per_attribute * len(attrs))
     sigma = math.sqrt(rounds / (2 * s.alpha * rho))
     eps = math.sqrt(8 * (1 - s.alpha) * rho / rounds)
     estimate = _Estimator(attrs, sizes, s, seed=int(rng.integers(2**31)))

@@ -34,7 +34,8 @@ MECHANISMS = ("aim", "mst")
 ARTIFACT_VERSION = 1
 
 #: method parameter -> settings field, per mechanism (None-valued params keep defaults)
-AIM_PARAMS = ("max_model_size", "max_iters", "final_iters", "rounds", "alpha", "estimator",
+AIM_PARAMS = ("max_model_size", "max_iters", "final_iters", "rounds", "rounds_per_attribute",
+              "alpha", "estimator",
               "mixture_components", "mixture_lr")
 MST_PARAMS = ("max_iters", "select_iters", "compress", "threshold")
 

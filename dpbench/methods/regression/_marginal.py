@@ -27,8 +27,8 @@ class MarginalMethod(LinearModel):
     ``workload`` (AIM's; default all 2-way marginals, the paper's), and the
     mechanism settings (None keeps the mechanism's default, which is the
     paper's): AIM ``max_model_size`` (MB), ``max_iters``, ``final_iters``,
-    ``rounds``, ``alpha``, ``estimator`` (mrf | mixture), ``mixture_components``,
-    ``mixture_lr``; MST ``max_iters``, ``select_iters``, ``compress``,
+    ``rounds``, ``rounds_per_attribute``, ``alpha``, ``estimator`` (mrf | mixture),
+    ``mixture_components``, ``mixture_lr``; MST ``max_iters``, ``select_iters``, ``compress``,
     ``threshold``.
     """
 
