@@ -33,6 +33,7 @@ nothing; ``info.infeasible = 1``; the paper draws no point there), with
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import warnings
@@ -85,9 +86,12 @@ def epsilon_floor(delta: float) -> float:
     return float(np.min(np.log((a - 1) / a) - (math.log(delta) + np.log(a)) / (a - 1)))
 
 
+@functools.lru_cache(maxsize=512)
 def calibrate_sigma(epsilon: float, delta: float, q: float, steps: int,
                     rtol: float = 1e-4) -> float | None:
-    """Smallest noise multiplier (within rtol) meeting (epsilon, delta); None if none can."""
+    """Smallest noise multiplier (within rtol) meeting (epsilon, delta); None if none can.
+
+    Cached: a pure function of its arguments, repeated across trials of one worker."""
     def ok(s: float) -> bool:
         return rdp_epsilon(s, q, steps, delta) <= epsilon
 
