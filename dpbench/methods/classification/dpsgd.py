@@ -263,7 +263,7 @@ class DPSGD(LinearModel):
                sampler: np.random.Generator) -> tuple[NDArray, float]:
         """One DP-SGD run with opacus; returns theta and the accountant's epsilon."""
         n, d = X.shape
-        model = nn.Linear(d, 1, bias=False)
+        model = nn.utils.skip_init(nn.Linear, d, 1, bias=False)  # no global-RNG draw
         nn.init.zeros_(model.weight)
         gsm = GradSampleModule(model)
         opt = DPOptimizer(torch.optim.SGD(gsm.parameters(), lr=lr), noise_multiplier=sigma,
