@@ -203,6 +203,7 @@ print(h.hexdigest())
 """
 
 
+@pytest.mark.slow
 def test_aim_and_mst_are_bit_identical_across_processes_and_hash_seeds():
     # Nothing may depend on set/dict hash order: two interpreters with different
     # PYTHONHASHSEED must produce byte-identical models, charges and samples.

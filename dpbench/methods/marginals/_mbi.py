@@ -20,17 +20,13 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from mbi import junction_tree, marginal_loss  # noqa: E402
 from mbi.estimation import Estimator, MirrorDescent, minimum_variance_unbiased_total  # noqa: E402
-from mbi.extensions import (  # noqa: E402
-    MixtureOfProducts,
-    MixtureOfProductsEstimator,
-    synthetic_data,
-)
+from mbi.extensions import MixtureOfProducts, MixtureOfProductsEstimator  # noqa: E402
 
 from dpbench.methods.marginals.workloads import Clique  # noqa: E402
 
 __all__ = [
     "mbi", "Domain", "LinearMeasurement", "estimate_mrf", "estimate_mixture", "model_size_mb",
-    "to_domain", "MixtureOfProducts", "synthetic_data",
+    "to_domain", "MixtureOfProducts",
 ]
 
 Domain = mbi.Domain

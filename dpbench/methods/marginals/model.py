@@ -166,24 +166,6 @@ class MarginalModel:
         keep = rng.permutation(per * k)[:rows]
         return {a: np.concatenate(blocks[a])[keep] for a in self.attributes}
 
-    def to_mbi(self) -> object:
-        """The model as an mbi MarkovRandomField (mrf kind only)."""
-        if self.kind != "mrf":
-            raise ValueError("to_mbi needs an mrf model")
-        from dpbench.methods.marginals import _mbi
-        dom = _mbi.to_domain(self.attributes, self.model_sizes)
-        import jax.numpy as jnp
-        cv = _mbi.mbi.CliqueVector
-
-        def factor(dom: object, values: np.ndarray) -> object:
-            return _mbi.mbi.Factor(dom, jnp.asarray(values))
-        pot = cv(dom, self.cliques,
-                 {c: factor(dom.project(c), t) for c, t in zip(self.cliques, self.tables,
-                                                               strict=True)})
-        marg = cv(dom, self.cliques,
-                  {c: factor(dom.project(c), self._tree.marginal(c)) for c in self.cliques})
-        return _mbi.mbi.MarkovRandomField(potentials=pot, marginals=marg, total=self.total)
-
     # -- serialisation ----------------------------------------------------------------------------
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """(arrays, JSON-able metadata) that :meth:`from_arrays` turns back into the model."""
