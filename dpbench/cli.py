@@ -129,7 +129,7 @@ def cmd_run(cfg: DictConfig) -> int:
 
     counts = run_local(todo, str(store.root), n_jobs=int(cfg.runner.n_jobs),
                        progress=bool(cfg.runner.progress),
-                       trace_memory=bool(cfg.runner.get("trace_memory", True)), description=name)
+                       trace_memory=bool(cfg.runner.get("trace_memory", False)), description=name)
     print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     if counts.get(FAILED):
         print(f"{counts[FAILED]} trial(s) failed; `dpbench status experiment={name}` shows why; "

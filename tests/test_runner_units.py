@@ -115,3 +115,19 @@ def test_experiment_profile_block_and_command_line_precedence(tmp_path: Path) ->
     explicit = OmegaConf.merge(cfg, exp)
     apply_experiment_profile(explicit, ["profile.trials=2"])
     assert explicit.profile.trials == 2
+
+
+def test_peak_rss_is_per_trial() -> None:
+    # 400 MB touched after a reset must show in VmHWM; a new reset must drop it again.
+    import numpy as np
+
+    from dpbench.runner.execute import peak_rss_mb, reset_peak_rss
+
+    if not reset_peak_rss():
+        pytest.skip("kernel without /proc/self/clear_refs peak reset")
+    base = peak_rss_mb()
+    block = np.ones(50_000_000)  # 400 MB, touched
+    high = peak_rss_mb()
+    del block
+    reset_peak_rss()
+    assert high - base > 350 and peak_rss_mb() < high - 350

@@ -26,7 +26,8 @@ def results_frame(specs: Sequence[TrialSpec], store: ResultStore,
                "method_label": s.meta.get("method_label", s.method), "epsilon": s.epsilon,
                "budget_unit": s.budget_unit, "delta": rec["privacy"]["target_delta"],
                "trial": s.trial, "n_train": rec.get("n_train"), "fit_s": rec["timing"]["fit_s"],
-               "wall_s": rec.get("wall_s"), "peak_mem_mb": rec.get("peak_mem_mb")}
+               "wall_s": rec.get("wall_s"), "peak_rss_mb": rec.get("peak_rss_mb"),
+               "peak_mem_mb": rec.get("peak_mem_mb")}
         row.update({f"dataset.{k}": v for k, v in s.meta.get("dataset_sweep", {}).items()})
         row.update({f"method.{k}": v for k, v in s.meta.get("method_sweep", {}).items()})
         row.update(rec.get("metrics", {}))

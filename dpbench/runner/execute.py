@@ -73,7 +73,29 @@ def library_versions() -> dict[str, str]:
     return out
 
 
-def execute(spec: TrialSpec, *, trace_memory: bool = True) -> dict[str, Any]:
+def reset_peak_rss() -> bool:
+    """Reset this process's peak resident set size (Linux: clear_refs 5); False if unsupported."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_mb() -> float | None:
+    """Peak RSS since the last reset (VmHWM), in MiB; None where /proc is unavailable."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
     """Run one trial and return its record (status ok or failed, never raises on method errors)."""
     from dpbench.tasks import TASKS  # late import: tasks pull in method modules
 
@@ -82,6 +104,7 @@ def execute(spec: TrialSpec, *, trace_memory: bool = True) -> dict[str, Any]:
         "started_at": datetime.now(UTC).isoformat(), "versions": library_versions(),
         "argv": sys.argv[:1],
     }
+    rss_reset = reset_peak_rss()
     t0 = time.perf_counter()
     if trace_memory:
         tracemalloc.start()
@@ -120,13 +143,15 @@ def execute(spec: TrialSpec, *, trace_memory: bool = True) -> dict[str, Any]:
             tracemalloc.stop()
     record["wall_s"] = time.perf_counter() - t0
     record["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # whole-process peak RSS during this trial (native JAX/torch memory included)
+    record["peak_rss_mb"] = peak_rss_mb() if rss_reset else None
     record["finished_at"] = datetime.now(UTC).isoformat()
     _finite_or_none(record)
     return record
 
 
 def run_trial(spec: TrialSpec | dict[str, Any], store_root: str, *,
-              trace_memory: bool = True) -> str:
+              trace_memory: bool = False) -> str:
     """Execute one trial and write its record to the store; returns the status.
 
     This is the unit of work for every backend (local joblib worker, SLURM task).

@@ -27,7 +27,7 @@ def progress_bar(disable: bool = False) -> Progress:
 
 
 def run_local(specs: Sequence[TrialSpec], store_root: str, *, n_jobs: int = 1,
-              progress: bool = True, trace_memory: bool = True,
+              progress: bool = True, trace_memory: bool = False,
               description: str = "trials") -> Counter[str]:
     """Run ``specs`` (already filtered to pending ones) and return counts by status.
 
