@@ -1,0 +1,1 @@
+"""Noise-aware Bayesian GLMs from noisy PASS-GLM statistics (Kulkarni et al.)."""
