@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from dpbench.data.base import Split
 from dpbench.methods.base import Method
-from dpbench.tasks import classification, inference, regression, synthetic_utility
+from dpbench.tasks import classification, inference, posterior, regression, synthetic_utility
 
 Evaluate = Callable[[Method, Split], dict[str, float]]
 
@@ -15,4 +15,5 @@ TASKS: dict[str, Evaluate] = {
     "classification": classification.evaluate,
     "inference": inference.evaluate,
     "synthetic_utility": synthetic_utility.evaluate,
+    "posterior": posterior.evaluate,
 }

@@ -13,7 +13,6 @@ import json
 import os
 import tempfile
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,11 +37,6 @@ class BaselineSpec:
                 "norm_bound_sq": float(self.norm_bound_sq), "version": CACHE_VERSION}
 
 
-def cache_root() -> Path:
-    env = os.environ.get("DPBENCH_CACHE_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "results" / "cache"
-
-
 def fingerprint(X: NDArray, y: NDArray, spec: BaselineSpec) -> str:
     h = hashlib.sha256()
     for a in (X, y):
@@ -57,7 +51,7 @@ def nonprivate_posterior(X: NDArray, y: NDArray, spec: BaselineSpec, *,
                          use_cache: bool = True) -> Draws:
     """theta draws of the exact-likelihood posterior of (X, y) under ``spec``."""
     fp = fingerprint(X, y, spec)
-    path = cache_root() / "posterior" / f"{fp}.npz"
+    path = _jax.cache_root() / "posterior" / f"{fp}.npz"
     if use_cache and path.exists():
         with np.load(path) as f:
             return Draws(f["theta"], f["rhat"], json.loads(str(f["diagnostics"])))

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Self
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dpbench.data.base import TabularData
+from dpbench.methods.base import LinearModel
 from dpbench.methods.bayes import _jax, models
 from dpbench.methods.bayes.baseline import BaselineSpec
 from dpbench.methods.bayes.mle import mle
 from dpbench.methods.bayes.moments import build_program
-from dpbench.methods.bayes.release import NoisyStatistics, bound_records, counts, labels_pm1, \
-    release
+from dpbench.methods.bayes.release import (
+    NoisyStatistics,
+    bound_records,
+    counts,
+    labels_pm1,
+    release,
+)
 from dpbench.methods.bayes.sampling import Draws, Settings, sample
-from dpbench.methods.base import LinearModel
 from dpbench.privacy.accountant import Accountant
 
 #: the paper's choices per GLM: (sampler, theta prior, Sigma prior)
@@ -119,10 +125,19 @@ class NoiseAwareGLM(LinearModel):
         """How to compute the matching non-private posterior (same prior and sampler)."""
         return BaselineSpec(self.params["glm"], self.prior_, self.norm_bound_sq_, self.settings)
 
+    def attach_baseline(self, draws: Draws) -> None:
+        """Keep the matching non-private posterior's summary for ``info()`` (set by the task)."""
+        self.baseline_ = draws
+
     # -- reporting -----------------------------------------------------------------
     def info(self) -> dict[str, Any]:
         r, dr = self.release_, self.draws_
         th = self.samples_
+        base = getattr(self, "baseline_", None)
+        extra = {} if base is None else {
+            "baseline_rhat_max": float(np.nanmax(base.rhat)),
+            "baseline_theta_quantiles": _quantiles(base.flat),
+        }
         return {
             "sigma": r.sigma, "sensitivity": r.sensitivity, "n": r.n, "n_outside": r.n_outside,
             "norm_bound_sq": self.norm_bound_sq_,
@@ -131,5 +146,12 @@ class NoiseAwareGLM(LinearModel):
             "rhat_max": float(np.nanmax(dr.rhat)), "rhat": dr.rhat.tolist(),
             **dr.diagnostics,
             "theta_mean": th.mean(axis=0).tolist(), "theta_sd": th.std(axis=0).tolist(),
-            "theta_quantiles": np.quantile(th, QUANTILE_LEVELS, axis=0).T.tolist(),
+            "theta_quantiles": _quantiles(th),
+            "quantile_levels": json.dumps(QUANTILE_LEVELS.tolist()),
+            **extra,
         }
+
+
+def _quantiles(samples: NDArray) -> str:
+    """Posterior quantiles per coordinate, (d, levels), as a JSON string (kept by the frame)."""
+    return json.dumps(np.round(np.quantile(samples, QUANTILE_LEVELS, axis=0).T, 6).tolist())
