@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from dpbench.report import binagg  # noqa: E402
+from dpbench.report import bayesglm, binagg  # noqa: E402
 from dpbench.report.aggregate import summarise  # noqa: E402
 from dpbench.report.ddssp_figures import objpert_margins  # noqa: E402
 from dpbench.report.tables import write_tables  # noqa: E402
@@ -85,4 +85,5 @@ FIGURE_KINDS: dict[str, Builder] = {
     "metric_vs_eps": metric_vs_eps,
     "objpert_margins": objpert_margins,
     "binagg": binagg.build,
+    "posterior_ecdf": bayesglm.posterior_ecdf, "posterior_density": bayesglm.posterior_density,
 }
