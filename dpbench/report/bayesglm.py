@@ -19,6 +19,7 @@ import pandas as pd
 from dpbench.report.binagg import cell, mean_se, write_table
 
 PRIVATE, BASELINE = "info.theta_quantiles", "info.baseline_theta_quantiles"
+PAPER_FIGURE = {"bayesglm_logistic_ks": "Fig 5", "bayesglm_poisson_ks": "Fig 6"}
 
 
 def _quantiles(frame: pd.DataFrame, column: str) -> list[np.ndarray]:
@@ -60,13 +61,13 @@ def _ks_panel(ax: plt.Axes, frame: pd.DataFrame) -> None:
 
 
 def posterior_ecdf(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
-    """Figs. 5-6: private (thin, one per trial) vs non-private (black dashed) ECDFs of each
-    theta_j at a few epsilons (rows), and KS vs epsilon (last column)."""
+    """Figs. 5-6: private (solid) vs non-private (dashed) ECDFs of each theta_j, one colour per
+    trial (each trial has its own data), at a few epsilons (rows); KS vs epsilon (top right)."""
     if not _usable(frame):
         return []
     paths: list[Path] = []
     levels = _levels(frame)
-    for dataset, part in frame.groupby("dataset", sort=True):
+    for _, part in frame.groupby(["dataset", "method"], sort=True):
         d = _d(part)
         eps_all = sorted(part["epsilon"].unique())
         idx = np.unique(np.round(np.linspace(0, len(eps_all) - 1,
@@ -76,26 +77,25 @@ def posterior_ecdf(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[
                                squeeze=False)
         for r, eps in enumerate(shown):
             cellf = part[part["epsilon"] == eps]
+            pairs = list(zip(_quantiles(cellf, PRIVATE), _quantiles(cellf, BASELINE),
+                             strict=True))
             for j in range(d):
                 ax = axes[r, j]
-                for q in _quantiles(cellf, PRIVATE):
-                    ax.plot(q[j], levels, color="tab:blue", alpha=0.35, lw=0.8)
-                for q in _quantiles(cellf, BASELINE)[:1]:
-                    ax.plot(q[j], levels, "k--", lw=1.2)
+                for t, (qp, qb) in enumerate(pairs):
+                    color = plt.cm.tab10(t % 10)
+                    ax.plot(qp[j], levels, color=color, alpha=0.6, lw=0.8)
+                    ax.plot(qb[j], levels, "--", color=color, lw=1.0)
                 ax.set_title(rf"$\theta_{j}$, $\varepsilon$={eps:.3g}", fontsize=8)
                 ax.tick_params(labelsize=7)
             axes[r, d].set_visible(r == 0)
         _ks_panel(axes[0, d], part)
         if fig.get("note"):
             f.text(0.01, -0.01, fig["note"], fontsize=7, ha="left", va="top", wrap=True)
-        f.suptitle(f"{part['dataset_label'].iloc[0]}: private (blue, one line per trial) vs "
-                   "non-private (dashed) posterior ECDF", fontsize=9)
+        f.suptitle(f"{part['dataset_label'].iloc[0]}, {part['method_label'].iloc[0]}: private "
+                   "(solid) vs non-private (dashed) posterior ECDF, one colour per trial",
+                   fontsize=9)
         f.tight_layout()
-        from dpbench.report.figures import save
-
-        paths += save(f, out / f"{fig['name']}_{dataset}")
-        paths += _summary_table(part, out / f"{fig['name']}_{dataset}",
-                                f"{fig.get('title', fig['name'])}: {dataset}")
+        paths += _save(f, part, fig, out)
     return paths
 
 
@@ -106,7 +106,7 @@ def posterior_density(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> li
         return []
     paths: list[Path] = []
     levels = _levels(frame)
-    for dataset, part in frame.groupby("dataset", sort=True):
+    for _, part in frame.groupby(["dataset", "method"], sort=True):
         d = _d(part)
         eps_all = sorted(part["epsilon"].unique())
         f, axes = plt.subplots(len(eps_all), d, figsize=(2.6 * d, 2.3 * len(eps_all)),
@@ -123,14 +123,21 @@ def posterior_density(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> li
         axes[0, 0].legend(fontsize=7)
         if fig.get("note"):
             f.text(0.01, -0.01, fig["note"], fontsize=7, ha="left", va="top", wrap=True)
-        f.suptitle(f"{part['dataset_label'].iloc[0]}: posterior densities", fontsize=9)
+        f.suptitle(f"{part['dataset_label'].iloc[0]}, {part['method_label'].iloc[0]}: "
+                   "posterior densities", fontsize=9)
         f.tight_layout()
-        from dpbench.report.figures import save
-
-        paths += save(f, out / f"{fig['name']}_{dataset}")
-        paths += _summary_table(part, out / f"{fig['name']}_{dataset}",
-                                f"{fig.get('title', fig['name'])}: {dataset}")
+        paths += _save(f, part, fig, out)
     return paths
+
+
+def _save(f: plt.Figure, part: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
+    """The figure and its summary table, named by figure, dataset and method."""
+    from dpbench.report.figures import save  # figures.py imports this module
+
+    dataset, method = part["dataset"].iloc[0], part["method"].iloc[0]
+    stem = out / f"{fig['name']}_{dataset}_{method}"
+    return save(f, stem) + _summary_table(part, stem, f"{fig.get('title', fig['name'])}: "
+                                                      f"{dataset}, {method}")
 
 
 def _summary_table(part: pd.DataFrame, stem: Path, title: str) -> list[Path]:
@@ -152,13 +159,13 @@ def _summary_table(part: pd.DataFrame, stem: Path, title: str) -> list[Path]:
 
 
 def ks_nonincreasing(frame: pd.DataFrame, out: Path, z: float = 2.0) -> list[Path]:
-    """Claim check (Sec. 4.3, Fig. 5): the KS distance is non-increasing in epsilon within
-    its error bars: for every theta_j and every eps_a < eps_b,
+    """Claim check (Sec. 4.3, Fig. 5; Supplement Fig. 6): the KS distance is non-increasing
+    in epsilon within its error bars: for every theta_j and every eps_a < eps_b,
     KS(eps_b) - KS(eps_a) <= z * sqrt(se_a^2 + se_b^2) (z = 2). Prints PASS/FAIL."""
     if frame.empty or "ks_theta0" not in frame:
         return []
     lines, ok = [], True
-    for dataset, part in frame.groupby("dataset", sort=True):
+    for (dataset, method), part in frame.groupby(["dataset", "method"], sort=True):
         for col in [c for c in _ks_columns(part) if c in part]:
             stats = [(e, *mean_se(g[col])) for e, g in part.groupby("epsilon", sort=True)]
             worst = (-math.inf, None)
@@ -172,11 +179,13 @@ def ks_nonincreasing(frame: pd.DataFrame, out: Path, z: float = 2.0) -> list[Pat
             passed = worst[0] <= 0
             ok &= passed
             ea, ma, sa, eb, mb, sb, tol = worst[1]
-            lines.append(f"{dataset} {col}: {'PASS' if passed else 'FAIL'} (largest increase "
+            lines.append(f"{dataset}/{method} {col}: {'PASS' if passed else 'FAIL'} (largest "
+                         "change (later minus earlier epsilon) "
                          f"KS({eb:.4g}) - KS({ea:.4g}) = {mb:.3f} - {ma:.3f} = {mb - ma:+.3f}, "
                          f"allowed {tol:.3f} = {z:g} x combined s.e.; "
                          f"n = {stats[0][3]} trials per epsilon)")
-    head = (f"Fig 5 KS non-increasing in eps within error bars: {'PASS' if ok else 'FAIL'}")
+    name = PAPER_FIGURE.get(str(frame["experiment"].iloc[0]), str(frame["experiment"].iloc[0]))
+    head = f"{name} KS non-increasing in eps within error bars: {'PASS' if ok else 'FAIL'}"
     print(head)
     for line in lines:
         print("  " + line)
