@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,15 @@ def _usable(frame: pd.DataFrame) -> bool:
     return not frame.empty and PRIVATE in frame and BASELINE in frame
 
 
+def _cells(frame: pd.DataFrame) -> Iterator[tuple[pd.DataFrame, int, list, np.ndarray]]:
+    """Per (dataset, method): its rows, d, sorted epsilons and the quantile levels."""
+    if not _usable(frame):
+        return
+    levels = _levels(frame)
+    for _, part in frame.groupby(["dataset", "method"], sort=True):
+        yield part, _d(part), sorted(part["epsilon"].unique()), levels
+
+
 def _density(q: np.ndarray, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Piecewise-constant density between consecutive quantiles."""
     dq = np.maximum(np.diff(q), 1e-12)
@@ -63,13 +73,8 @@ def _ks_panel(ax: plt.Axes, frame: pd.DataFrame) -> None:
 def posterior_ecdf(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
     """Figs. 5-6: private (solid) vs non-private (dashed) ECDFs of each theta_j, one colour per
     trial (each trial has its own data), at a few epsilons (rows); KS vs epsilon (top right)."""
-    if not _usable(frame):
-        return []
     paths: list[Path] = []
-    levels = _levels(frame)
-    for _, part in frame.groupby(["dataset", "method"], sort=True):
-        d = _d(part)
-        eps_all = sorted(part["epsilon"].unique())
+    for part, d, eps_all, levels in _cells(frame):
         idx = np.unique(np.round(np.linspace(0, len(eps_all) - 1,
                                              min(int(fig.get("rows", 4)), len(eps_all)))))
         shown = [eps_all[int(i)] for i in idx]
@@ -102,13 +107,8 @@ def posterior_ecdf(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[
 def posterior_density(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
     """Figs. 3-4: private vs non-private posterior density of each theta_j (first trial of
     each epsilon), plus a table of posterior means, sds, KS and R-hat."""
-    if not _usable(frame):
-        return []
     paths: list[Path] = []
-    levels = _levels(frame)
-    for _, part in frame.groupby(["dataset", "method"], sort=True):
-        d = _d(part)
-        eps_all = sorted(part["epsilon"].unique())
+    for part, d, eps_all, levels in _cells(frame):
         f, axes = plt.subplots(len(eps_all), d, figsize=(2.6 * d, 2.3 * len(eps_all)),
                                squeeze=False)
         for r, eps in enumerate(eps_all):
