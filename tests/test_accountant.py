@@ -229,3 +229,24 @@ def test_adassp_calibration_fits_the_budget(eps):
     spent_eps, spent_delta = acc.spent_epsilon_delta()
     assert spent_eps <= eps and spent_delta <= DELTA
     assert np.all(np.isfinite(model.coef_)) and model.coef_.shape == (d,)
+
+
+def test_understated_charge_reports_true_spend() -> None:
+    # A paper claims mu=0.5 for a release that is really 1.0-GDP: the record must show the
+    # true total sqrt(0.5^2 + 1.0^2) (independently: gdp_eps of that), the claim, and a flag.
+    import math
+
+    from dpbench.privacy import gdp_eps
+
+    led = Accountant(4.0, 1e-5, currency="gdp")  # mu_total ~ 0.9 > claimed 0.71
+    led.charge_mu(0.5, "honest")
+    led.charge_mu(0.5, "claimed", actual=1.0)
+    out = led.summary()
+    assert out["understated"] == 1.0
+    assert out["mu_spent"] == pytest.approx(math.sqrt(1.25))
+    assert out["claimed_mu_spent"] == pytest.approx(math.sqrt(0.5))
+    assert out["spent_epsilon"] == pytest.approx(gdp_eps(math.sqrt(1.25), 1e-5))
+    assert out["claimed_spent_epsilon"] == pytest.approx(gdp_eps(math.sqrt(0.5), 1e-5))
+    clean = Accountant(2.0, 1e-5, currency="gdp")
+    clean.charge_mu(0.5, "a", actual=0.5)
+    assert "understated" not in clean.summary()

@@ -43,6 +43,8 @@ class Charge:
     delta: float = 0.0
     rho: float = 0.0
     mu: float = 0.0
+    #: true mu of a release whose published analysis claims ``mu`` (paper reproductions)
+    actual_mu: float | None = None
 
 
 @dataclass
@@ -111,10 +113,18 @@ class Accountant:
         self._require("zcdp", "rho")
         self._add(Charge(label, "zcdp", rho=check_nonneg(rho, "rho")))
 
-    def charge_mu(self, mu: float, label: str) -> None:
-        """Charge a mu-GDP release (gdp ledgers only)."""
+    def charge_mu(self, mu: float, label: str, *, actual: float | None = None) -> None:
+        """Charge a mu-GDP release (gdp ledgers only).
+
+        ``actual``: when a paper's analysis under-states a release's cost, the method
+        reproducing it charges the paper's ``mu`` (so the paper's budget split runs as
+        printed) and passes the true cost here. The ledger then reports the true spend
+        (``spent_*``), the paper's claim (``claimed_*``) and ``understated = 1``: a
+        reproduction of a flawed accounting is visible in every record, never hidden.
+        """
         self._require("gdp", "mu")
-        self._add(Charge(label, "gdp", mu=check_nonneg(mu, "mu")))
+        act = None if actual is None else check_nonneg(actual, "actual")
+        self._add(Charge(label, "gdp", mu=check_nonneg(mu, "mu"), actual_mu=act))
 
     def charge_pure(self, epsilon: float, label: str) -> None:
         """Charge an epsilon-DP release; converted to the ledger's currency.
@@ -154,9 +164,22 @@ class Accountant:
                 "calibrate with an (epsilon, delta) share and use charge_eps_delta"
             )
 
+    @property
+    def understated(self) -> bool:
+        """True if some charge's true cost exceeds what its (paper's) analysis claims."""
+        return any(c.actual_mu is not None and c.actual_mu > c.mu for c in self.charges)
+
+    @property
+    def mu_actual_spent(self) -> float:
+        return math.sqrt(math.fsum((c.mu if c.actual_mu is None else c.actual_mu) ** 2
+                                   for c in self.charges))
+
     def summary(self) -> dict[str, float | str]:
-        """Flat record of the ledger for the trial result."""
+        """Flat record of the ledger for the trial result (``spent_*`` = the true cost)."""
         eps, delta = self.spent_epsilon_delta()
+        if self.understated:
+            claimed = eps
+            eps = conversions.gdp_eps(self.mu_actual_spent, self.delta)
         out: dict[str, float | str] = {
             "currency": self.currency,
             "target_epsilon": self.epsilon,
@@ -168,7 +191,10 @@ class Accountant:
         if self.currency == "zcdp":
             out.update(rho_total=self.rho_total, rho_spent=self.rho_spent)
         if self.currency == "gdp":
-            out.update(mu_total=self.mu_total, mu_spent=self.mu_spent)
+            out.update(mu_total=self.mu_total, mu_spent=self.mu_actual_spent)
+        if self.understated:
+            out.update(understated=1.0, claimed_spent_epsilon=claimed,
+                       claimed_mu_spent=self.mu_spent)
         return out
 
     # -- internals ------------------------------------------------------------------

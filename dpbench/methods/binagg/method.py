@@ -95,10 +95,12 @@ class BinAgg(LinearModel):
         accountant.charge_gaussian(1.0, 1.0 / mu_c, "bin counts")
         sums = prepare(X, y, leaf_of, part.sensitivity(), mu_c, rng, min_count=p["min_count"])
         paper = p["noise_scaling"] == "paper"
-        accountant.charge_mu(self.mu_s_, "feature sums" + (
-            " (paper's per-coordinate accounting; actual sqrt(d)*mu_s)" if paper else ""))
-        accountant.charge_gaussian(self.y_bound_, self.y_bound_ / self.mu_t_, "label sums")
         mu_s_actual = self.mu_s_ * (math.sqrt(data.d) if paper else 1.0)
+        # the paper's accounting claims mu_s; the ledger also records the true sqrt(d) mu_s
+        accountant.charge_mu(self.mu_s_, "feature sums" + (
+            " (paper's per-coordinate accounting; actual sqrt(d)*mu_s)" if paper else ""),
+            actual=mu_s_actual)
+        accountant.charge_gaussian(self.y_bound_, self.y_bound_ / self.mu_t_, "label sums")
         self.mu_actual_ = math.sqrt(mu_bin**2 + mu_c**2 + mu_s_actual**2 + self.mu_t_**2)
         self.n_leaves_ = part.n_bins
         self.n_bins_ = int(sums.kept.size)
