@@ -220,3 +220,20 @@ def test_aim_and_mst_are_bit_identical_across_processes_and_hash_seeds():
         assert proc.returncode == 0, stderr
         out.append(stdout.strip().splitlines()[-1])
     assert out[0] == out[1]
+
+
+def test_compiled_programs_are_released_near_the_map_count_limit(monkeypatch):
+    # Each compiled XLA program holds hundreds of memory maps; past half of
+    # vm.max_map_count the caches are cleared (a worker otherwise dies in LLVM, ENOMEM).
+    import jax
+
+    from dpbench.methods.marginals import _mbi
+    if _mbi.MAP_COUNT_LIMIT <= 0:
+        pytest.skip("no /proc/sys/vm/max_map_count on this platform")
+    jax.jit(lambda v: v * 3.0)(1.0)                 # at least one cached program
+    monkeypatch.setattr(_mbi, "MAP_COUNT_SHARE", 1e-9)
+    cleared = []
+    monkeypatch.setattr(jax, "clear_caches", lambda: cleared.append(1))
+    assert _mbi.release_compiled_programs_if_needed() is True and cleared
+    monkeypatch.setattr(_mbi, "MAP_COUNT_SHARE", 1.0)
+    assert _mbi.release_compiled_programs_if_needed() is False

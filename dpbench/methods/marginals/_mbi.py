@@ -13,7 +13,9 @@ jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_enable_compilation_cache", False)
 
 import functools  # noqa: E402
+import gc  # noqa: E402
 from collections.abc import Mapping, Sequence  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import mbi  # noqa: E402
 import numpy as np  # noqa: E402
@@ -87,8 +89,43 @@ _fused_opt = jax.jit(_fused_impl, static_argnames=_STATIC)
 _scan_fast = jax.jit(_scan, static_argnames=("estimator", "iters"), compiler_options=FAST_COMPILE)
 
 
+def _map_count_limit() -> int:
+    try:
+        return int(Path("/proc/sys/vm/max_map_count").read_text())
+    except (OSError, ValueError):
+        return 0
+
+
+MAP_COUNT_LIMIT = _map_count_limit()
+MAP_COUNT_SHARE = 0.5
+
+
+def release_compiled_programs_if_needed() -> bool:
+    """Drop JAX's compiled programs when the process nears the kernel's memory-map limit.
+
+    Every compiled XLA CPU program keeps a few hundred memory mappings; AIM compiles one
+    per new model structure, so a long run (or many trials in one worker) reaches Linux's
+    vm.max_map_count (65,530 by default) and LLVM then fails with "Cannot allocate memory"
+    and the process dies. Above MAP_COUNT_SHARE of the limit all JAX caches are cleared
+    (programs still needed are recompiled). Returns whether it cleared.
+    """
+    if MAP_COUNT_LIMIT <= 0:
+        return False
+    try:
+        with open("/proc/self/maps", "rb") as fh:
+            count = sum(1 for _ in fh)
+    except OSError:
+        return False
+    if count <= MAP_COUNT_SHARE * MAP_COUNT_LIMIT:
+        return False
+    jax.clear_caches()
+    gc.collect()
+    return True
+
+
 def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[LinearMeasurement],
               iters: int, warm_start: object | None) -> object:
+    release_compiled_programs_if_needed()
     known_total = minimum_variance_unbiased_total(measurements)
     loss_fn = marginal_loss.from_linear_measurements(measurements, domain)
     cells = model_size_mb(domain, loss_fn.cliques) * 2**20 / 8
@@ -113,6 +150,7 @@ def estimate_mixture(domain: mbi.Domain, measurements: list[LinearMeasurement], 
     # (with a concrete total) and only the steps are compiled.
     known_total = float(minimum_variance_unbiased_total(measurements))
     loss_fn = marginal_loss.from_linear_measurements(measurements, domain)
+    release_compiled_programs_if_needed()
     state = est._init(domain, loss_fn, known_total, warm_start=warm_start)
     state = _scan_fast(est, state, loss_fn, known_total, _iters(iters))
     return est._finalize(state, known_total)
