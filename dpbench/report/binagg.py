@@ -201,7 +201,7 @@ def _curves(frame: pd.DataFrame, pattern: str, xname: str, fig: dict[str, Any],
     from dpbench.report.figures import save
 
     rows = []
-    for ds in set(frame["dataset"]):
+    for ds in sorted(set(frame["dataset"])):
         m = re.fullmatch(pattern, ds)
         if m:
             rows.append((ds, int(m.group(1)), float(m.group(2))))
@@ -252,7 +252,8 @@ def _method_table(frame: pd.DataFrame, fig: dict[str, Any], out: Path, metric: s
                   paper: dict[str, dict[str, float]], names: dict[str, str], title: str,
                   notes: Sequence[str], digits: int = 3) -> list[Path]:
     methods = [m for m in names if m in set(frame["method"])]
-    header = ["dataset", *[names[m] for m in methods]]
+    header = ["dataset", *[str(frame.loc[frame["method"] == m, "method_label"].iloc[0])
+                           + f" (paper: {names[m]})" for m in methods]]
     rows = []
     for ds in sorted(set(frame["dataset"]), key=lambda s: (_pid(s) or "", s)):
         pp = paper.get(_pid(ds) or "", {}) if _comparable(ds) else {}
@@ -297,7 +298,7 @@ def table6(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
     rows = []
     for ds in sorted(set(frame["dataset"]), key=lambda s: (_pid(s) or "", s)):
         part = frame[frame["dataset"] == ds]
-        by_theta = {t: part[part["method"] == m]["relmse"] for m in set(part["method"])
+        by_theta = {t: part[part["method"] == m]["relmse"] for m in sorted(set(part["method"]))
                     if (t := _theta_of(m)) is not None}
         if not by_theta:
             continue

@@ -52,7 +52,7 @@ TABLE3 = {
     "D8": {"Original": 0.683, "AIM": 1.079, "BinAgg": 1.490},
 }
 TABLE3_METHODS = {"original": "Original", "aim": "AIM", "aim_synth": "AIM",
-                  "binagg_synth": "BinAgg"}
+                  "binagg_synth": "BinAgg", "binagg_synth_clip": "BinAgg"}
 
 # Table 5: seconds per synthetic dataset (laptop, AMD Ryzen 7 8845HS)
 TABLE5 = {
