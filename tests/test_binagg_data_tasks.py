@@ -119,3 +119,18 @@ def test_table1_report_verdicts_from_a_known_frame(tmp_path) -> None:
     assert "theoretical SD: yes" in md and paths[1].read_text().startswith("% Table 1")
     with pytest.raises(ValueError, match="valid"):
         report.build(pd.DataFrame(rows), {"name": "x", "table": "table4"}, tmp_path)
+
+
+def test_discretised_codes_decode_to_their_bin() -> None:
+    # continuous columns: 32 equal-width bins over the public range, decoded to midpoints
+    # (within half a bin width of the value); few-valued columns keep their exact levels
+    s = load_uci(rng=np.random.default_rng(0), name="abalone")
+    tr = s.train
+    Xd, yd = tr.encoding.encode(tr.discrete)
+    width = (tr.x_range[:, 1] - tr.x_range[:, 0]) / 32
+    sex = [i for i, f in enumerate(tr.feature_names) if f.startswith("Sex_")]
+    assert np.array_equal(Xd[:, sex], tr.X[:, sex])
+    cont = [i for i in range(tr.d) if i not in sex]
+    assert np.all(np.abs(Xd[:, cont] - tr.X[:, cont]) <= width[cont] / 2 + 1e-12)
+    assert np.array_equal(yd, tr.y)                    # Rings: 28 distinct values <= 32
+    assert all(tr.domain[a] <= 32 for a in tr.domain)

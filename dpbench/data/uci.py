@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpbench.data.base import Split, TabularData
+from dpbench.data.base import Encoding, Split, TabularData
 from dpbench.data.files import DataError, data_root, read_bytes, verified_path
 
 
@@ -159,9 +159,39 @@ def box_data(X: np.ndarray, y: np.ndarray, names: tuple[str, ...], target: str,
                        y_range=(float(y_range[0]), float(y_range[1])), **extra)
 
 
+def discretize(X: np.ndarray, y: np.ndarray, names: tuple[str, ...], target: str,
+               x_range: np.ndarray, y_range: tuple[float, float], bins: int
+               ) -> tuple[pd.DataFrame, dict[str, int], Encoding]:
+    """Integer codes for marginal-based synthesizers (AIM in Table 3).
+
+    A column with at most ``bins`` distinct training values keeps them as its levels;
+    any other column gets ``bins`` equal-width bins over its public [min, max], each
+    decoded to its midpoint. The encoding maps codes back to these values.
+    """
+    cols = [*zip(names, X.T, x_range, strict=True), (target, y, np.asarray(y_range))]
+    codes, domain, values = {}, {}, {}
+    for name, col, (lo, hi) in cols:
+        uniq = np.unique(col)
+        if uniq.size <= bins:
+            codes[name] = np.searchsorted(uniq, col)
+            values[name] = uniq
+        else:
+            edges = np.linspace(lo, hi, bins + 1)
+            codes[name] = np.clip(np.searchsorted(edges, col, side="right") - 1, 0, bins - 1)
+            values[name] = (edges[:-1] + edges[1:]) / 2
+        domain[name] = int(values[name].size)
+    enc = Encoding(attributes=names, matrices={a: values[a][None, :] for a in names},
+                   target=target, target_values=values[target], columns=names)
+    return pd.DataFrame(codes), domain, enc
+
+
 def load_uci(*, rng: np.random.Generator, name: str, test_fraction: float = 0.0,
-             n_max: int | None = None) -> Split:
-    """One BinAgg dataset; bounds = training min/max (non-private, as in the paper)."""
+             n_max: int | None = None, discretize_bins: int = 32) -> Split:
+    """One BinAgg dataset; bounds = training min/max (non-private, as in the paper).
+
+    The training split also carries integer codes (``discretize_bins`` per continuous
+    column, see ``discretize``) for marginal-based synthesizers; X and y stay continuous.
+    """
     if not 0 <= test_fraction < 1:
         raise ValueError(f"test_fraction={test_fraction!r} must lie in [0, 1)")
     X, y, feats, target = read_table(name)
@@ -173,7 +203,10 @@ def load_uci(*, rng: np.random.Generator, name: str, test_fraction: float = 0.0,
     Xtr, ytr = X[train_idx], y[train_idx]
     x_range = np.column_stack([Xtr.min(axis=0), Xtr.max(axis=0)])
     y_range = (float(ytr.min()), float(ytr.max()))
-    train = box_data(Xtr, ytr, feats, target, x_range, y_range)
+    codes, domain, enc = discretize(Xtr, ytr, feats, target, x_range, y_range,
+                                    int(discretize_bins))
+    train = box_data(Xtr, ytr, feats, target, x_range, y_range, discrete=codes,
+                     domain=domain, encoding=enc)
     if n_test == 0:
         return Split(train=train, test=train)          # in-sample evaluation (Table 2)
     test = TabularData(X=X[test_idx], y=y[test_idx], x_bound=train.x_bound,

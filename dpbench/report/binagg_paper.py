@@ -51,8 +51,8 @@ TABLE3 = {
     "D7": {"Original": 0.489, "AIM": 0.614, "BinAgg": 0.584},
     "D8": {"Original": 0.683, "AIM": 1.079, "BinAgg": 1.490},
 }
-TABLE3_METHODS = {"original": "Original", "aim": "AIM", "aim_synth": "AIM",
-                  "binagg_synth": "BinAgg", "binagg_synth_clip": "BinAgg"}
+TABLE3_METHODS = {"original": "Original", "aim_tabular": "AIM", "binagg_synth": "BinAgg",
+                  "binagg_synth_clip": "BinAgg"}
 
 # Table 5: seconds per synthetic dataset (laptop, AMD Ryzen 7 8845HS)
 TABLE5 = {
