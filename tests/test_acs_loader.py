@@ -8,51 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from _data_root import tmp_data_root  # noqa: F401  (fixture used below)
+from raw_fixtures import fake_pums, write_pums
 
 from dpbench.data import acs
 from dpbench.data.files import DataError, data_root
 
 pytestmark = pytest.mark.usefixtures("tmp_data_root")
-
-COLUMNS = ["RT", "SERIALNO", "SPORDER", "PUMA", "ST", "PWGTP", "AGEP", "COW", "SCHL", "MAR",
-           "OCCP", "POBP", "RELP", "WKHP", "SEX", "RAC1P", "PINCP", "DIS", "ESP", "CIT", "MIG",
-           "MIL", "ANC", "NATIVITY", "DEAR", "DEYE", "DREM", "ESR", "FER", "PUBCOV"]
-
-
-def fake_pums(n: int = 80, seed: int = 0) -> pd.DataFrame:
-    """Rows shaped like psam_p06.csv (2018): codes from the data dictionary, blanks = N/A."""
-    r = np.random.default_rng(seed)
-    age = r.integers(0, 90, n)
-    df = pd.DataFrame({
-        "RT": "P", "SERIALNO": [f"2018GQ{1000000 + i:07d}" for i in range(n)],
-        "SPORDER": 1, "PUMA": 3701, "ST": 6, "PWGTP": r.integers(1, 200, n), "AGEP": age,
-        "COW": r.integers(1, 10, n).astype(float), "SCHL": r.integers(1, 25, n).astype(float),
-        "MAR": r.integers(1, 6, n), "OCCP": r.integers(10, 9900, n).astype(float),
-        "POBP": r.integers(1, 555, n), "RELP": r.integers(0, 18, n),
-        "WKHP": r.integers(1, 99, n).astype(float), "SEX": r.integers(1, 3, n),
-        "RAC1P": r.integers(1, 10, n), "PINCP": r.choice([-5000, 0, 2000, 15000, 29000, 60000,
-                                                          120000], n).astype(float),
-        "DIS": r.integers(1, 3, n), "ESP": r.integers(1, 9, n).astype(float),
-        "CIT": r.integers(1, 6, n), "MIG": r.integers(1, 4, n).astype(float),
-        "MIL": r.integers(1, 5, n).astype(float), "ANC": r.choice([1, 2, 3, 4, 8], n),
-        "NATIVITY": r.integers(1, 3, n), "DEAR": r.integers(1, 3, n),
-        "DEYE": r.integers(1, 3, n), "DREM": r.integers(1, 3, n).astype(float),
-        "ESR": r.integers(1, 7, n).astype(float), "FER": r.integers(1, 3, n).astype(float),
-        "PUBCOV": r.integers(1, 3, n),
-    })
-    young = age < 16
-    for col in ("COW", "WKHP", "ESR", "FER", "MIL", "ESP", "DREM"):  # N/A by universe
-        df.loc[young, col] = np.nan
-    df.loc[age < 3, "SCHL"] = np.nan
-    df.loc[age < 15, "PINCP"] = np.nan
-    return df[COLUMNS]
-
-
-
-def _write(root, frame):
-    d = root / "cache" / "acs_raw" / "2018" / "1-Year"
-    d.mkdir(parents=True)
-    frame.to_csv(d / "psam_p06.csv", index=False)
 
 
 def test_missing_raw_fails_at_once_with_url_and_path():
@@ -66,7 +27,7 @@ def test_missing_raw_fails_at_once_with_url_and_path():
 
 def test_income_task_filters_discretises_and_caches():
     raw = fake_pums()
-    _write(data_root(), raw)
+    write_pums(raw)
     split = acs.load_acs(rng=np.random.default_rng(0), task="ACSIncome", n_test=5,
                          target_kind="binary_pm1", categorical=["COW", "MAR", "RELP", "RAC1P"])
     kept = raw[(raw.AGEP > 16) & (raw.PINCP > 100) & (raw.WKHP > 0) & (raw.PWGTP >= 1)]
@@ -89,8 +50,9 @@ def test_income_task_filters_discretises_and_caches():
 
 
 def test_public_coverage_na_codes_and_income_bins():
-    raw = fake_pums(seed=1)
-    _write(data_root(), raw)
+    raw = fake_pums(n=2000, seed=1)
+    raw.loc[:19, "MIG"] = np.nan                     # N/A (under 1 year old in the PUMS)
+    write_pums(raw)
     split = acs.load_acs(rng=np.random.default_rng(0), task="ACSPublicCoverage", n_test=5,
                          target_kind="binary_pm1",
                          categorical=["MAR", "ESP", "CIT", "MIG", "MIL", "ANC", "ESR", "FER",
@@ -103,8 +65,12 @@ def test_public_coverage_na_codes_and_income_bins():
     expect = {0: (kept.PINCP <= 0).sum(), 1: (kept.PINCP == 2000).sum(),
               5: (kept.PINCP == 15000).sum(), 10: (kept.PINCP == 29000).sum()}
     assert {k: v for k, v in expect.items() if v} == counts
-    # ESR is N/A (-1 after folktables) for the under-16s: the last one-hot level (index 6)
+    # folktables turns N/A into 0 (np.nan_to_num(x, -1): -1 is `copy`); one-hot N/A is the
+    # last level: ESR (index 6) for the under-16s, MIG (index 3), ESP (index 8)
+    assert (kept.AGEP < 16).sum() > 0 and kept.MIG.isna().sum() > 0
     assert (full["ESR"] == 6).sum() == (kept.AGEP < 16).sum()
+    assert (full["MIG"] == 3).sum() == kept.MIG.isna().sum()
+    assert (full["ESP"] == 8).sum() == kept.ESP.isna().sum()
     # target PUBCOV == 1
     assert full["PUBCOV"].sum() == (kept.PUBCOV == 1).sum()
 

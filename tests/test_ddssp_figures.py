@@ -34,8 +34,9 @@ def test_counts_pool_trials_and_clip_outliers():
 
 def test_builder_writes_png_pdf_and_table(tmp_path):
     paths = objpert_margins(_frame(), {"name": "fig4", "epsilon": 1.0}, tmp_path)
-    assert {p.suffix for p in paths} == {".png", ".pdf", ".md"}
+    assert {p.suffix for p in paths} == {".png", ".pdf", ".md", ".tex"}
     assert "| Toy | 0.5000 | 6 |" in (tmp_path / "fig4.md").read_text()
+    assert r"Toy & 0.5000 & 6 \\" in (tmp_path / "fig4.tex").read_text()
 
 
 def _claims_frame(with_ddssp: bool) -> pd.DataFrame:

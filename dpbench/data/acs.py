@@ -5,14 +5,18 @@ and the constant ST (ACSPublicCoverage).
 
 Raw data: the Census Bureau's ``csv_p<st>.zip`` holding ``psam_p<code>.csv``, kept where
 folktables puts it, ``data/cache/acs_raw/<year>/1-Year/``. Preparation applies the
-folktables task (its row filter, target, NaN -> -1) and then the public discretisation
+folktables task (its row filter, target, N/A -> 0: see below) and then the public discretisation
 rules below (values and N/A codes from the 2018 PUMS data dictionary), and writes the
 level codes to ``data/cache/acs_<task>_<state>_<year>/`` with sha256 manifests.
 
 Discretisation (our choice; the paper does not list its bins):
 - integers kept as levels over a fixed range (AGEP, SCHL, WKHP);
-- categorical codes as in the data dictionary, N/A (-1) last for one-hot attributes and
-  first for scalar ones (so the scalar order stays monotone);
+- categorical codes as in the data dictionary, N/A last for one-hot attributes and
+  first for scalar ones (so the scalar order stays monotone). folktables' tasks declare
+  ``postprocess=lambda x: np.nan_to_num(x, -1)``, whose second positional argument is
+  ``copy``, so N/A becomes 0.0, not -1; no column coded here uses 0 as a value (RELP and
+  AGEP do, but are never N/A), so 0 is read as N/A, which is what the authors' folktables
+  data held too;
 - PINCP (ACSPublicCoverage feature; <= 30,000 by the task filter) in 11 bins with edges
   0, 3000, ..., 30000; targets binary as folktables defines them (PINCP > 50,000;
   PUBCOV == 1).
@@ -33,12 +37,13 @@ from dpbench.data.discretise import discretise_frame
 from dpbench.data.files import DataError
 
 _BIN = {"codes": [1, 2]}
-_BIN_NA = {"codes": [-1, 1, 2]}     # scalar-encoded: N/A first
+_BIN_NA = {"codes": [0, 1, 2]}      # scalar-encoded: N/A (0 after folktables) first
 
 
 def _cat(*values: int) -> dict[str, list[int]]:
-    """One-hot attribute: data-dictionary codes, N/A (-1) last (the first level is dropped)."""
-    return {"codes": [*values, -1]}
+    """One-hot attribute: data-dictionary codes, N/A (0 after folktables) last (the first
+    level is dropped)."""
+    return {"codes": [*values, 0]}
 
 
 RULES: dict[str, dict[str, dict[str, Any]]] = {
@@ -55,7 +60,7 @@ RULES: dict[str, dict[str, dict[str, Any]]] = {
     },
     "ACSPublicCoverage": {
         "AGEP": {"range": [0, 64]},
-        "SCHL": {"range": [-1, 24]},         # -1 = N/A (under 3 years)
+        "SCHL": {"range": [0, 24]},          # 0 = N/A (under 3 years)
         "MAR": _cat(*range(1, 6)),
         "SEX": _BIN,
         "DIS": _BIN,

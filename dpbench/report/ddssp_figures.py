@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpbench.methods.classification.objpert import MARGIN_EDGES
+from dpbench.report.tables import write_frame
 
 
 def nearest_epsilon(frame: pd.DataFrame, method: str, epsilon: float) -> float | None:
@@ -59,7 +60,7 @@ def objpert_margins(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list
     ncol = min(len(counts), 4)
     nrow = int(np.ceil(len(counts) / ncol))
     f, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.2 * nrow), squeeze=False)
-    lines = []
+    rows = []
     for ax, (label, c) in zip(axes.flat, counts.items(), strict=False):
         share = c / c.sum()
         inside = float(share[np.abs(centers) <= bound].sum())
@@ -69,13 +70,12 @@ def objpert_margins(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list
         ax.set_title(f"{label}, ε = {eps:g}: {inside:.1%} within ±{bound:g}")
         ax.set_xlabel(r"$\langle y_i x_i, \hat\theta_{DP}\rangle$")
         ax.set_ylabel("share of training rows")
-        lines.append(f"| {label} | {inside:.4f} | {int(c.sum())} |")
+        rows.append((label, f"{inside:.4f}", int(c.sum())))
     for ax in list(axes.flat)[len(counts):]:
         ax.set_visible(False)
     f.tight_layout()
     paths = save(f, out / fig["name"])
-    table = out / f"{fig['name']}.md"
-    table.write_text(f"# {fig.get('title', fig['name'])}: {method} at eps = {eps:g}\n\n"
-                     f"| dataset | share within ±{bound:g} | rows (all trials) |\n|---|---|---|\n"
-                     + "\n".join(lines) + "\n")
-    return [*paths, table]
+    table = pd.DataFrame(rows, columns=["dataset", f"share within ±{bound:g}",
+                                        "rows (all trials)"])
+    title = f"{fig.get('title', fig['name'])}: {method} at eps = {eps:g}"
+    return [*paths, *write_frame(table, out / fig["name"], title)]

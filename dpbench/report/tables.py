@@ -70,3 +70,21 @@ def write_tables(summary: pd.DataFrame, out: Path, title: str, unit: str = "epsi
     md.write_text(to_markdown(tables, title, unit, note))
     tex.write_text(to_latex(tables, title, unit, note))
     return [md, tex]
+
+
+def write_frame(frame: pd.DataFrame, out: Path, title: str) -> list[Path]:
+    """Write a plain table (one row per line of ``frame``) as ``out``.md and ``out``.tex."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cols = [str(c) for c in frame.columns]
+    rows = [[str(x) for x in r] for r in frame.itertuples(index=False)]
+    md = [f"# {title}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    md += ["| " + " | ".join(r) + " |" for r in rows]
+    tex = [f"% {title}", r"\begin{table}[t]", r"\centering", rf"\caption{{{_tex(title)}}}",
+           rf"\begin{{tabular}}{{l{'r' * (len(cols) - 1)}}}", r"\toprule",
+           " & ".join(_tex(c) for c in cols) + r" \\", r"\midrule"]
+    tex += [" & ".join(_tex(x) for x in r) + r" \\" for r in rows]
+    tex += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    paths = [out.with_suffix(".md"), out.with_suffix(".tex")]
+    paths[0].write_text("\n".join(md) + "\n")
+    paths[1].write_text("\n".join(tex) + "\n")
+    return paths
