@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dpbench.report.ddssp_ablations import mixture_claims, mst_claims
 from dpbench.report.ddssp_linreg import linreg_claims
 
 
@@ -30,3 +31,24 @@ def test_linreg_claims_pass_fail_and_skip(tmp_path):
     assert "| FAIL | adult | 1.0 | AIM-Synth MSE < AdaSSP MSE |" in text
     only_ada = linreg_claims(_frame([("adassp", 0.1, [0.5, 0.6])]), tmp_path)[0].read_text()
     assert "| SKIP | adult | 0.1 | DD-SSP MSE < AdaSSP MSE |" in only_ada
+
+
+def test_ablation_claims_by_epsilon_range(tmp_path):
+    """Fig. 5: MST competitive at low eps (within the s.e. sum), AIM better at high eps;
+    Fig. 6: Private-PGM competitive at low eps and better at high eps; AUC: higher is better."""
+    frame = _frame([
+        ("ddssp", 0.1, [0.10, 0.12]), ("ddssp_mst", 0.1, [0.115, 0.135]),  # .015 worse, se .02
+        ("ddssp", 0.5, [0.10, 0.10]), ("ddssp_mst", 0.5, [0.90, 0.90]),   # mid eps: no claim
+        ("ddssp", 1.0, [0.20, 0.20]), ("ddssp_mst", 1.0, [0.10, 0.10]),   # MST better: FAIL
+    ])
+    text = mst_claims(frame, tmp_path)[0].read_text()
+    assert "| PASS | adult | 0.1 | DD-SSP (MST) competitive with DD-SSP (AIM) |" in text
+    assert "| FAIL | adult | 1.0 | DD-SSP (AIM) better than DD-SSP (MST) |" in text
+    assert "| 0.5 |" not in text
+    auc = _frame([("ddssp_logistic", 1.0, [0.80, 0.80]),
+                  ("ddssp_mixture_logistic", 1.0, [0.70, 0.70])]).rename(columns={"mse": "auc"})
+    text = mixture_claims(auc, tmp_path)[0].read_text()
+    assert "| PASS | adult | 1.0 | DD-SSP (Private-PGM) better than DD-SSP (mixture) |" in text
+    missing = mixture_claims(_frame([("ddssp", 0.05, [0.1, 0.1])]), tmp_path)[0].read_text()
+    assert "| SKIP | adult | 0.05 | DD-SSP (Private-PGM) competitive with DD-SSP (mixture) |" \
+        in missing
