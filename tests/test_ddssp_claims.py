@@ -52,3 +52,13 @@ def test_ablation_claims_by_epsilon_range(tmp_path):
     missing = mixture_claims(_frame([("ddssp", 0.05, [0.1, 0.1])]), tmp_path)[0].read_text()
     assert "| SKIP | adult | 0.05 | DD-SSP (Private-PGM) competitive with DD-SSP (mixture) |" \
         in missing
+
+
+def test_linreg_claim_against_realistic_dpsgd(tmp_path):
+    frame = _frame([
+        ("ddssp", 0.1, [0.10, 0.12]), ("dpsgd_lin_realistic", 0.1, [0.105, 0.105]),  # se .01
+        ("ddssp", 1.0, [0.30, 0.30]), ("dpsgd_lin_realistic", 1.0, [0.10, 0.10]),
+    ])
+    text = linreg_claims(frame, tmp_path)[0].read_text()
+    assert "| PASS | adult | 0.1 | DD-SSP competitive with DP-SGD (realistic) |" in text
+    assert "| FAIL | adult | 1.0 | DD-SSP competitive with DP-SGD (realistic) |" in text
