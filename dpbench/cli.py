@@ -224,6 +224,14 @@ def build_figures(cfg: DictConfig) -> list[Path]:
     return paths
 
 
+def claims_summary(path: Path) -> str:
+    """'<file>: 12 PASS, 1 FAIL, 0 SKIP' plus each FAIL row of a claim-check table."""
+    rows = [ln for ln in path.read_text().splitlines() if ln.startswith("| ")]
+    verdicts = Counter(ln.split("|")[1].strip() for ln in rows)
+    head = f"{path}: " + ", ".join(f"{verdicts[v]} {v}" for v in ("PASS", "FAIL", "SKIP"))
+    return "\n".join([head, *(f"  {ln}" for ln in rows if ln.startswith("| FAIL"))])
+
+
 def cmd_figures(overrides: Sequence[str]) -> int:
     explicit = any(o.split("=")[0] == "experiment" for o in overrides)
     names = [None] if explicit else choices("experiment")
@@ -233,6 +241,9 @@ def cmd_figures(overrides: Sequence[str]) -> int:
         paths = build_figures(cfg)
         for p in paths:
             print(p)
+        for p in paths:
+            if p.name.startswith("claims") and p.suffix == ".md":
+                print(claims_summary(p))
         n += len(paths)
     if n == 0:
         print("no stored results for these experiments yet; run `dpbench run experiment=...`")

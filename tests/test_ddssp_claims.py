@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dpbench.cli import claims_summary
 from dpbench.report.ddssp_ablations import mixture_claims, mst_claims
 from dpbench.report.ddssp_linreg import linreg_claims
 
@@ -62,3 +63,15 @@ def test_linreg_claim_against_realistic_dpsgd(tmp_path):
     text = linreg_claims(frame, tmp_path)[0].read_text()
     assert "| PASS | adult | 0.1 | DD-SSP competitive with DP-SGD (realistic) |" in text
     assert "| FAIL | adult | 1.0 | DD-SSP competitive with DP-SGD (realistic) |" in text
+
+
+def test_figures_prints_claim_counts_and_failures(tmp_path):
+    frame = _frame([
+        ("ddssp", 1.0, [0.10, 0.10]), ("aim_synth", 1.0, [0.30, 0.30]),
+        ("adassp", 1.0, [0.20, 0.20]),
+    ])
+    path = linreg_claims(frame, tmp_path)[0]
+    text = claims_summary(path).splitlines()
+    assert text[0] == f"{path}: 1 PASS, 2 FAIL, 0 SKIP"
+    assert [ln.split("|")[4].strip() for ln in text[1:]] == [
+        "DD-SSP ~ AIM-Synth", "AIM-Synth MSE < AdaSSP MSE"]

@@ -87,5 +87,8 @@ def test_smoke_profile_runs_and_reports(experiment: str, data_root: None, tmp_pa
             assert p.with_suffix(".pdf") in outputs, p
         if p.suffix == ".md" and not p.name.startswith(("claims", "check_")):
             assert p.with_suffix(".tex") in outputs, p
+    for p in outputs:
+        if p.name.startswith("claims"):
+            assert f"{p}: " in figures_out and " PASS, " in figures_out, figures_out
     if experiment in PRINTED:
         assert PRINTED[experiment] in figures_out
