@@ -66,7 +66,7 @@ def test_smoke_profile_runs_and_reports(experiment: str, data_root: None, tmp_pa
     results = tmp_path / "results"
     common = [f"experiment={experiment}", "profile=smoke", f"results_dir={results}",
               *NARROW.get(experiment, [])]
-    assert main(["run", *common, "runner.progress=false", "runner.trace_memory=false"]) == 0
+    assert main(["run", *common, "runner.progress=false", "runner.n_jobs=1"]) == 0
     capsys.readouterr()
     # every planned trial is stored as ok
     assert main(["plan", *common]) == 0

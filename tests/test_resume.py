@@ -13,7 +13,7 @@ from conftest import REPO, dpbench_cmd, run_cli
 
 # the data-independent methods only: AIM-based ones (ddssp, aim_synth) have their own tests
 BASELINES = "methods=[public,ssp,adassp]"
-GRID = ["experiment=linreg_adult", BASELINES, "runner.progress=false"]
+GRID = ["experiment=linreg_adult", BASELINES, "runner.progress=false", "runner.n_jobs=1"]
 
 
 def _records(results: Path) -> dict[str, dict]:
@@ -56,7 +56,7 @@ def test_kill_minus_9_then_resume_gives_exact_grid_and_identical_figure(tmp_path
 def test_rerun_skips_done_and_retries_failed(tmp_path: Path) -> None:
     res = tmp_path / "r"
     args = ["run", "experiment=linreg_adult", BASELINES, "profile=smoke", f"results_dir={res}",
-            "runner.progress=false"]
+            "runner.progress=false", "runner.n_jobs=1"]
     run_cli(*args, check=True)
     recs = _records(res)
     key = sorted(recs)[0]

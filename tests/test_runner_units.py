@@ -16,7 +16,7 @@ from dpbench.runner.store import ResultStore
 
 def test_grid_size_order_and_overrides() -> None:
     specs = expand(compose_config(["experiment=linreg_adult"]))
-    assert len(specs) == 1 * 5 * 5 * 5
+    assert len(specs) == 1 * 7 * 5 * 5   # dataset x methods x epsilons x trials
     assert len({s.key for s in specs}) == len(specs)
     specs = expand(compose_config(["experiment=linreg_adult", "epsilons=[0.1,1]", "trials=3",
                                    "method=adassp"]))
