@@ -25,6 +25,9 @@ from dpbench.report.tables import write_tables  # noqa: E402
 UNIT_SYMBOL = {"epsilon": r"$\varepsilon$", "mu": r"$\mu$ (GDP)", "rho": r"$\rho$ (zCDP)"}
 
 
+MARKERS = "osD^vx+<>p"
+
+
 def save(fig: plt.Figure, stem: Path) -> list[Path]:
     """Write ``stem``.png and ``stem``.pdf deterministically."""
     stem.parent.mkdir(parents=True, exist_ok=True)
@@ -50,14 +53,16 @@ def metric_vs_eps(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[P
     dlabels = sorted(summary["dataset_label"].unique())
     ncol = min(len(dlabels), 4)
     nrow = int(np.ceil(len(dlabels) / ncol))
-    f, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.4 * nrow), squeeze=False)
+    f, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol + 1.8, 3.4 * nrow), squeeze=False)
+    # one marker per method, so curves that coincide (e.g. DD-SSP and AIM-Synth) stay visible
+    marker = {m: MARKERS[i % len(MARKERS)] for i, m in enumerate(sorted(private))}
     for ax, dlabel in zip(axes.flat, dlabels, strict=False):
         part = summary[summary["dataset_label"] == dlabel]
         for method, g in part.groupby("method", sort=True):
             g = g.sort_values("epsilon")
-            style = "-o" if private.get(method, True) else "--"
-            ax.errorbar(g["epsilon"], g["mean"], yerr=g["se"].fillna(0), fmt=style, ms=4,
-                        capsize=3, label=str(g["method_label"].iloc[0]))
+            style = f"-{marker[method]}" if private.get(method, True) else "--"
+            ax.errorbar(g["epsilon"], g["mean"], yerr=g["se"].fillna(0), fmt=style, ms=5,
+                        mfc="none", capsize=3, label=str(g["method_label"].iloc[0]))
         ax.set_title(dlabel)
         ax.set_xlabel(UNIT_SYMBOL.get(unit, unit))
         ax.set_ylabel(fig.get("ylabel", metric))
@@ -68,7 +73,8 @@ def metric_vs_eps(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[P
         ax.grid(True, which="both", alpha=0.3)
     for ax in list(axes.flat)[len(dlabels):]:
         ax.set_visible(False)
-    axes.flat[0].legend(fontsize=8)
+    # outside the panels, right of the first row: curves span the whole y-range
+    axes[0, -1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     if fig.get("note"):
         f.text(0.01, -0.02, fig["note"], fontsize=7, ha="left", va="top", wrap=True)
     f.tight_layout()
