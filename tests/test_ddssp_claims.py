@@ -75,3 +75,12 @@ def test_figures_prints_claim_counts_and_failures(tmp_path):
     assert text[0] == f"{path}: 1 PASS, 2 FAIL, 0 SKIP"
     assert [ln.split("|")[4].strip() for ln in text[1:]] == [
         "DD-SSP ~ AIM-Synth", "AIM-Synth MSE < AdaSSP MSE"]
+
+
+def test_acs_income_claim_is_similar_not_better(tmp_path):
+    frame = _frame([("ddssp", 1.0, [0.110, 0.110]), ("adassp", 1.0, [0.100, 0.100]),
+                    ("ddssp", 2.0, [0.050, 0.050]), ("adassp", 2.0, [0.100, 0.100])])
+    frame["dataset"] = "acs_income_lin"
+    text = linreg_claims(frame, tmp_path)[0].read_text()
+    assert "| PASS | acs_income_lin | 1.0 | DD-SSP MSE similar to AdaSSP MSE |" in text
+    assert "| FAIL | acs_income_lin | 2.0 | DD-SSP MSE similar to AdaSSP MSE |" in text
