@@ -77,7 +77,9 @@ def test_smoke_profile_runs_and_reports(experiment: str, data_root: None, tmp_pa
 
     assert main(["figures", *common]) == 0
     figures_out = capsys.readouterr().out
-    outputs = [Path(p) for p in figures_out.split() if "/figures/" in p]
+    # one written path per line; claim checks add a summary line "<path>: n PASS, ..."
+    outputs = [Path(ln) for ln in figures_out.splitlines()
+               if "/figures/" in ln and " " not in ln and not ln.endswith(":")]
     assert outputs, f"{experiment}: no figures or tables written"
     assert all(p.exists() and p.stat().st_size > 0 for p in outputs)
     # figures in both formats, tables in both formats (claim-check reports are Markdown)
