@@ -49,8 +49,8 @@ def main() -> None:
             AdaSSP().fit(split.train, Accountant(1.0, 1e-5, currency="gdp"),
                          np.random.default_rng(0))
 
-    base = ["experiment=linreg_adult", "methods=[public,ssp,adassp]"]  # data-independent ones
-    spec = [s for s in expand(compose_config(base))
+    overrides = ["experiment=linreg_adult", "methods=[public,ssp,adassp]"]  # data-independent
+    spec = [s for s in expand(compose_config(overrides))
             if s.method == "adassp"][0]
     base = timed(direct, args.repeats)
     through = timed(lambda: execute(spec, trace_memory=False), args.repeats)
@@ -59,7 +59,7 @@ def main() -> None:
     print(f"one trial through the runner:            {through / base:8.2f} x baseline")
     print(f"  ... with tracemalloc peak memory:      {traced / base:8.2f} x baseline")
 
-    specs = expand(compose_config(base))
+    specs = expand(compose_config(overrides))
 
     def grid(n_jobs: int) -> None:
         with tempfile.TemporaryDirectory() as d:

@@ -44,9 +44,14 @@ def test_small_noise_large_n_posterior_mean_approaches_the_nonprivate_one(large)
 
 
 @pytest.mark.slow
-def test_fit_is_deterministic_and_charges_the_whole_budget(large) -> None:
+def test_fit_is_deterministic_and_charges_the_whole_budget() -> None:
     small = synthetic_glm(rng=np.random.default_rng(5), n=1000)
-    a, b = _fit(small, 0.5), _fit(small, 0.5)
+    ledger = Accountant(0.5, 1e-5, currency="gdp")
+    a = NoiseAwareGLM("logistic", norm_bound_sq="truth", **SHORT).fit(
+        small.train, ledger, np.random.default_rng(1))
+    b = _fit(small, 0.5)
+    # one Gaussian release calibrated to the whole (0.5, 1e-5) budget
+    assert ledger.spent_epsilon_delta()[0] == pytest.approx(0.5, rel=1e-6)
     assert np.array_equal(a.samples_, b.samples_)
     assert a.samples_.shape == (800, 3)
     info = a.info()

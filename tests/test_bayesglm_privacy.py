@@ -16,7 +16,7 @@ from dpbench.methods.bayes.sensitivity import (
     poisson_sensitivity,
     sensitivity,
 )
-from dpbench.privacy import Accountant, sigma_analytic
+from dpbench.privacy import Accountant, BudgetExceeded, sigma_analytic
 
 
 def _pairs(rng: np.random.Generator, n: int, d: int, R: float, unit: bool) -> tuple:
@@ -140,7 +140,7 @@ def test_release_charges_one_gaussian_with_the_lemma_and_analytic_sigma() -> Non
     s = stats.per_record("logistic", X, y).sum(axis=0)
     noise = np.random.default_rng(4).normal(0.0, out.sigma, size=s.shape)
     assert out.z == pytest.approx(s + noise)
-    with pytest.raises(Exception, match="overspend"):
+    with pytest.raises(BudgetExceeded, match="overspend"):
         release("logistic", X, y, ledger, rng)   # the budget is gone
 
 

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import gaussian_kde
 
-from dpbench.report.binagg import cell, mean_se, write_table
+from dpbench.report.binagg import cell, mean_se
+from dpbench.report.tables import write_table
 
 PRIVATE, BASELINE = "info.theta_quantiles", "info.baseline_theta_quantiles"
 PAPER_FIGURE = {"bayesglm_logistic_ks": "Fig 5", "bayesglm_poisson_ks": "Fig 6"}

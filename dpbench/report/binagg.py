@@ -19,8 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dpbench.report import binagg_paper as P
-
-Row = Sequence[str]
+from dpbench.report.tables import write_table
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -53,31 +52,6 @@ def cell(m: float, se: float, digits: int = 3) -> str:
     if not math.isfinite(m):
         return "—"
     return f"{m:.{digits}f}" if not math.isfinite(se) else f"{m:.{digits}f} ± {se:.{digits}f}"
-
-
-def _tex(s: str) -> str:
-    return (str(s).replace("\\", r"\textbackslash{}").replace("&", r"\&").replace("%", r"\%")
-            .replace("_", r"\_").replace("#", r"\#").replace("±", r"$\pm$")
-            .replace("—", "--").replace("θ", r"$\theta$"))
-
-
-def write_table(stem: Path, title: str, header: Row, rows: Sequence[Row],
-                notes: Sequence[str] = ()) -> list[Path]:
-    """``stem``.md and ``stem``.tex with one header and the rows."""
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    md = [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(r) + " |" for r in rows]
-    md += [""] + [f"- {n}" for n in notes]
-    tex = [f"% {title}", r"\begin{table}[t]", r"\centering", rf"\caption{{{_tex(title)}}}",
-           rf"\begin{{tabular}}{{l{'r' * (len(header) - 1)}}}", r"\toprule",
-           " & ".join(_tex(h) for h in header) + r" \\", r"\midrule"]
-    tex += [" & ".join(_tex(c) for c in r) + r" \\" for r in rows]
-    tex += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
-    tex += [f"% {n}" for n in notes]
-    paths = [stem.with_suffix(".md"), stem.with_suffix(".tex")]
-    paths[0].write_text("\n".join(md) + "\n")
-    paths[1].write_text("\n".join(tex) + "\n")
-    return paths
 
 
 def _pid(dataset: str) -> str | None:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dpbench.report.aggregate import summarise
-from dpbench.report.ddssp_checks import _cell, _line
+from dpbench.report.ddssp_checks import _cell, _first, _line, write_claims
 
 
 def _metric(frame: pd.DataFrame) -> tuple[str, float]:
@@ -54,38 +54,26 @@ def _compare(frame: pd.DataFrame, ours: str, other: str, label_ours: str, label_
     return lines
 
 
-def _write(out: Path, title: str, lines: list[str]) -> list[Path]:
-    path = out / "claims_ablation.md"
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"# {title}\n\n| verdict | dataset | eps | claim | numbers |\n"
-                    "|---|---|---|---|---|\n" + "\n".join(lines) + "\n")
-    return [path]
-
-
-def _method(frame: pd.DataFrame, prefix: str, exclude: tuple[str, ...] = ()) -> str | None:
-    hits = sorted(m for m in frame["method"].unique()
-                  if m.startswith(prefix) and not any(x in m for x in exclude))
-    return hits[0] if hits else None
-
-
 def mst_claims(frame: pd.DataFrame, out: Path) -> list[Path]:
     """Fig. 5: DD-SSP over MST competitive with DD-SSP over AIM at low eps; AIM better at
     high eps."""
-    aim = _method(frame, "ddssp", exclude=("mst", "mixture"))
-    mst = _method(frame, "ddssp_mst")
+    aim = _first(sorted(frame["method"].unique()), "ddssp", exclude=("mst", "mixture"))
+    mst = _first(sorted(frame["method"].unique()), "ddssp_mst")
     lines = _compare(frame, mst, aim, "DD-SSP (MST)", "DD-SSP (AIM)",
                      {"low": "competitive"})
     lines += _compare(frame, aim, mst, "DD-SSP (AIM)", "DD-SSP (MST)",
                       {"high": "better"})
-    return _write(out, "DD-SSP paper App. H, Fig. 5 (MST vs AIM)", lines)
+    return write_claims(out / "claims_ablation.md", "DD-SSP paper App. H, Fig. 5 (MST vs AIM)",
+                        lines)
 
 
 def mixture_claims(frame: pd.DataFrame, out: Path) -> list[Path]:
     """Fig. 6: DD-SSP with Private-PGM at least competitive with the mixture of products at
     low eps and better at high eps."""
-    pgm = _method(frame, "ddssp", exclude=("mst", "mixture"))
-    mix = _method(frame, "ddssp_mixture")
+    pgm = _first(sorted(frame["method"].unique()), "ddssp", exclude=("mst", "mixture"))
+    mix = _first(sorted(frame["method"].unique()), "ddssp_mixture")
     lines = _compare(frame, pgm, mix, "DD-SSP (Private-PGM)", "DD-SSP (mixture)",
                      {"low": "competitive", "high": "better"})
-    return _write(out, "DD-SSP paper App. H, Fig. 6 (Private-PGM vs mixture of products)",
+    return write_claims(out / "claims_ablation.md",
+                        "DD-SSP paper App. H, Fig. 6 (Private-PGM vs mixture of products)",
                   lines)

@@ -22,8 +22,10 @@ from dpbench.report.aggregate import summarise
 COMPETITIVE_AUC = 0.01
 
 
-def _first(methods: list[str], prefix: str) -> str | None:
-    hits = sorted(m for m in methods if m.startswith(prefix))
+def _first(methods: list[str], prefix: str, exclude: tuple[str, ...] = ()) -> str | None:
+    """The first method (sorted) named ``prefix*`` whose name contains none of ``exclude``."""
+    hits = sorted(m for m in methods
+                  if m.startswith(prefix) and not any(x in m for x in exclude))
     return hits[0] if hits else None
 
 
@@ -37,6 +39,14 @@ def _cell(s: pd.DataFrame, dataset: str, method: str | None, eps: float) -> pd.S
 def _line(claim: str, dataset: str, eps: float | str, ok: bool | None, numbers: str) -> str:
     verdict = "SKIP" if ok is None else ("PASS" if ok else "FAIL")
     return f"| {verdict} | {dataset} | {eps} | {claim} | {numbers} |"
+
+
+def write_claims(path: Path, title: str, lines: list[str]) -> list[Path]:
+    """A claim-check table (rows from ``_line``) under ``title``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"# {title}\n\n| verdict | dataset | eps | claim | numbers |\n"
+                    "|---|---|---|---|---|\n" + "\n".join(lines) + "\n")
+    return [path]
 
 
 def logreg_claims(frame: pd.DataFrame, out: Path) -> list[Path]:
@@ -70,12 +80,8 @@ def logreg_claims(frame: pd.DataFrame, out: Path) -> list[Path]:
                                    "no DD-SSP results" if d is None
                                    else f"AUC {d['mean']:.4f} vs DP-SGD {r['mean']:.4f}"))
         lines += _margin_lines(frame, dataset)
-    path = out / "claims.md"
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text("# DD-SSP logistic-regression claims (NOTES.md section 1)\n\n"
-                    "| verdict | dataset | eps | claim | numbers |\n|---|---|---|---|---|\n"
-                    + "\n".join(lines) + "\n")
-    return [path]
+    return write_claims(out / "claims.md",
+                        "DD-SSP logistic-regression claims (NOTES.md section 1)", lines)
 
 
 def _margin_lines(frame: pd.DataFrame, dataset: str) -> list[str]:

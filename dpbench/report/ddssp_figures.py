@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpbench.methods.classification.objpert import MARGIN_EDGES
-from dpbench.report.tables import write_frame
+from dpbench.report.tables import write_table
 
 
 def nearest_epsilon(frame: pd.DataFrame, method: str, epsilon: float) -> float | None:
@@ -70,12 +70,11 @@ def objpert_margins(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list
         ax.set_title(f"{label}, ε = {eps:g}: {inside:.1%} within ±{bound:g}")
         ax.set_xlabel(r"$\langle y_i x_i, \hat\theta_{DP}\rangle$")
         ax.set_ylabel("share of training rows")
-        rows.append((label, f"{inside:.4f}", int(c.sum())))
+        rows.append([str(label), f"{inside:.4f}", str(int(c.sum()))])
     for ax in list(axes.flat)[len(counts):]:
         ax.set_visible(False)
     f.tight_layout()
     paths = save(f, out / fig["name"])
-    table = pd.DataFrame(rows, columns=["dataset", f"share within ±{bound:g}",
-                                        "rows (all trials)"])
     title = f"{fig.get('title', fig['name'])}: {method} at eps = {eps:g}"
-    return [*paths, *write_frame(table, out / fig["name"], title)]
+    header = ["dataset", f"share within ±{bound:g}", "rows (all trials)"]
+    return [*paths, *write_table(out / fig["name"], title, header, rows)]

@@ -18,10 +18,11 @@ import numpy as np
 import pandas as pd
 
 from dpbench.report.aggregate import summarise
-from dpbench.report.ddssp_checks import _cell, _first, _line
+from dpbench.report.ddssp_checks import _cell, _first, _line, write_claims
 
 # Sec. 5: better than AdaSSP "on all datasets except ACSIncome, where performance is
-# similar"; "similar" = MSE ratio within [0.8, 1.25] or means within the s.e. sum.
+# similar"; "similar" = MSE ratio within [0.8, 1.25] or means within the s.e. sum. The
+# band is ours (the paper gives no number), fixed before the ACSIncome run.
 SIMILAR_TO_ADASSP = ("acs_income",)
 SIMILAR_RATIO = (0.8, 1.25)
 
@@ -65,9 +66,5 @@ def linreg_claims(frame: pd.DataFrame, out: Path) -> list[Path]:
                 lines.append(_line(claim, dataset, eps, ok,
                                    f"no {name} results" if row is None else
                                    f"MSE {row['mean']:.4g} vs AdaSSP {ada['mean']:.4g}"))
-    path = out / "claims.md"
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text("# DD-SSP linear-regression claims (NOTES.md section 1)\n\n"
-                    "| verdict | dataset | eps | claim | numbers |\n|---|---|---|---|---|\n"
-                    + "\n".join(lines) + "\n")
-    return [path]
+    return write_claims(out / "claims.md",
+                        "DD-SSP linear-regression claims (NOTES.md section 1)", lines)

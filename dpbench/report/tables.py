@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+
+Row = Sequence[str]
 
 
 def _cell(mean: float, se: float, digits: int) -> str:
@@ -40,9 +43,9 @@ def to_markdown(tables: dict[str, pd.DataFrame], title: str, unit: str = "epsilo
 
 
 def _tex(s: str) -> str:
-    return (s.replace("\\", r"\textbackslash{}").replace("&", r"\&").replace("%", r"\%")
+    return (str(s).replace("\\", r"\textbackslash{}").replace("&", r"\&").replace("%", r"\%")
             .replace("_", r"\_").replace("#", r"\#").replace("±", r"$\pm$")
-            .replace("—", "--"))
+            .replace("—", "--").replace("θ", r"$\theta$"))
 
 
 def to_latex(tables: dict[str, pd.DataFrame], title: str, unit: str = "epsilon",
@@ -72,19 +75,20 @@ def write_tables(summary: pd.DataFrame, out: Path, title: str, unit: str = "epsi
     return [md, tex]
 
 
-def write_frame(frame: pd.DataFrame, out: Path, title: str) -> list[Path]:
-    """Write a plain table (one row per line of ``frame``) as ``out``.md and ``out``.tex."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    cols = [str(c) for c in frame.columns]
-    rows = [[str(x) for x in r] for r in frame.itertuples(index=False)]
-    md = [f"# {title}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+def write_table(stem: Path, title: str, header: Row, rows: Sequence[Row],
+                notes: Sequence[str] = ()) -> list[Path]:
+    """``stem``.md and ``stem``.tex with one header and the rows."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    md = [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     md += ["| " + " | ".join(r) + " |" for r in rows]
+    md += [""] + [f"- {n}" for n in notes]
     tex = [f"% {title}", r"\begin{table}[t]", r"\centering", rf"\caption{{{_tex(title)}}}",
-           rf"\begin{{tabular}}{{l{'r' * (len(cols) - 1)}}}", r"\toprule",
-           " & ".join(_tex(c) for c in cols) + r" \\", r"\midrule"]
-    tex += [" & ".join(_tex(x) for x in r) + r" \\" for r in rows]
+           rf"\begin{{tabular}}{{l{'r' * (len(header) - 1)}}}", r"\toprule",
+           " & ".join(_tex(h) for h in header) + r" \\", r"\midrule"]
+    tex += [" & ".join(_tex(c) for c in r) + r" \\" for r in rows]
     tex += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
-    paths = [out.with_suffix(".md"), out.with_suffix(".tex")]
+    tex += [f"% {n}" for n in notes]
+    paths = [stem.with_suffix(".md"), stem.with_suffix(".tex")]
     paths[0].write_text("\n".join(md) + "\n")
     paths[1].write_text("\n".join(tex) + "\n")
     return paths

@@ -53,7 +53,7 @@ class TrialBatch(submitit.helpers.Checkpointable):
     """
 
     def __init__(self, specs: list[dict[str, Any]], store_root: str,
-                 trace_memory: bool = True) -> None:
+                 trace_memory: bool = False) -> None:
         self.specs = specs
         self.store_root = store_root
         self.trace_memory = trace_memory
@@ -119,7 +119,7 @@ class SlurmSettings:
                    array_parallelism=integer("array_parallelism"),
                    signal_delay_s=integer("signal_delay_s"), wait=bool(r.get("wait", False)),
                    folder=r.get("folder") or None, progress=bool(r.get("progress", True)),
-                   trace_memory=bool(r.get("trace_memory", True)), poll_s=float(poll),
+                   trace_memory=bool(r.get("trace_memory", False)), poll_s=float(poll),
                    sbatch=dict(sbatch))
 
 

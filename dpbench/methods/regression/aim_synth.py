@@ -38,6 +38,7 @@ class AIMSynth(MarginalMethod):
         rows = self.params["synth_rows"] or max(1, int(round(released.total)))
         synth = released.sample(rows, rng)
         X, y = data.encoding.encode(synth)
+        self.synthetic_ = (X, y)    # the synthetic records (BinAgg Table 3 scores them)
         if self.params["model"] == "linear":
             self.coef_ = np.linalg.lstsq(X, y, rcond=None)[0]
         elif np.unique(y).size < 2:
