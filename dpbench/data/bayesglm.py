@@ -12,7 +12,6 @@ Every loader returns records inside the paper's public bounds, ||x||_2 <= R = 1
 
 from __future__ import annotations
 
-import io
 import math
 
 import numpy as np
@@ -20,7 +19,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dpbench.data.base import Split, TabularData
-from dpbench.data.files import read_bytes, verified_path
+from dpbench.data.files import read_csv
 
 GLMS = ("logistic", "poisson")
 
@@ -94,9 +93,8 @@ def adult_frame() -> pd.DataFrame:
     """adult.data + adult.test (48,842 rows), income labels without the trailing '.'."""
     parts = []
     for name, skip in (("adult.data.gz", 0), ("adult.test.gz", 1)):
-        raw = read_bytes(verified_path("uci_adult_raw", name))
-        parts.append(pd.read_csv(io.BytesIO(raw), header=None, names=ADULT_COLUMNS,
-                                 skipinitialspace=True, skiprows=skip))
+        parts.append(read_csv("uci_adult_raw", name, header=None, names=ADULT_COLUMNS,
+                              skipinitialspace=True, skiprows=skip))
     df = pd.concat(parts, ignore_index=True).dropna(subset=["income"])
     df["income"] = df["income"].str.rstrip(".")
     return df
@@ -136,8 +134,7 @@ def pima_diabetes(*, rng: np.random.Generator, n_test: int = 0) -> Split:
     missing-value code 0 in glucose or BMI dropped (752 rows); target Outcome as -1/+1.
     With ``n_test=0`` (default) the whole set is used for training and also returned as test.
     """
-    raw = read_bytes(verified_path("pima_diabetes", "pima-indians-diabetes.csv"))
-    df = pd.read_csv(io.BytesIO(raw))
+    df = read_csv("pima_diabetes", "pima-indians-diabetes.csv")
     df = df[(df["Glucose"] > 0) & (df["BMI"] > 0)].reset_index(drop=True)
     if not 0 <= n_test < len(df):
         raise ValueError(f"n_test={n_test} must lie in [0, {len(df) - 1}]")

@@ -47,7 +47,8 @@ def build_encoding(domain: Mapping[str, int], target: str, categorical: Sequence
     attrs = tuple(a for a in domain if a != target)
     unknown = sorted(set(categorical) - set(attrs))
     if unknown:
-        raise ValueError(f"categorical attributes {unknown} not in the domain; valid: {list(attrs)}")
+        raise ValueError(f"categorical attributes {unknown} not in the domain; "
+                         f"valid: {list(attrs)}")
     cat = set(categorical)
     matrices: dict[str, NDArray] = {}
     columns: list[str] = []

@@ -10,9 +10,14 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
+import io
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class DataError(ValueError):
@@ -42,7 +47,8 @@ def _verified(path_str: str, expected: str) -> Path:
     digest = hashlib.sha256(read_bytes(path)).hexdigest()
     if digest != expected:
         raise DataError(
-            f"checksum mismatch for {path}: sha256 {digest[:12]}... != expected {expected[:12]}...; "
+            f"checksum mismatch for {path}: sha256 {digest[:12]}... != expected "
+            f"{expected[:12]}...; "
             f"the file is corrupted, restore it with `git checkout -- {path.name}` or re-vendor it"
         )
     return path
@@ -63,3 +69,10 @@ def verified_path(dataset_dir: str, filename: str, *, root: Path | None = None) 
     if not path.exists():
         raise DataError(f"missing data file {path}; restore it from git or re-vendor the dataset")
     return _verified(str(path), files[filename]["sha256_uncompressed"])
+
+
+def read_csv(dataset_dir: str, filename: str, **kw: object) -> pd.DataFrame:
+    """A vendored CSV (gzip or plain), checksum-verified, through ``pandas.read_csv(**kw)``."""
+    import pandas as pd
+
+    return pd.read_csv(io.BytesIO(read_bytes(verified_path(dataset_dir, filename))), **kw)

@@ -25,52 +25,48 @@ import numpy as np
 import pandas as pd
 
 from dpbench.data.base import Encoding, Split, TabularData
-from dpbench.data.files import DataError, data_root, read_bytes, verified_path
-
-
-def _csv(dataset_dir: str, file: str, **kw) -> pd.DataFrame:
-    return pd.read_csv(io.BytesIO(read_bytes(verified_path(dataset_dir, file))), **kw)
+from dpbench.data.files import DataError, data_root, read_csv
 
 
 def _liver() -> tuple[pd.DataFrame, str]:
     cols = ["mcv", "alkphos", "sgpt", "sgot", "gammagt", "drinks", "selector"]
     # target "selector": its in-sample OLS RelMSE 0.0835 matches Table 2 (0.084); "drinks"
     # (the classic target) gives 0.406. Features: the other six columns.
-    return _csv("uci_liver_disorders", "bupa.data", header=None, names=cols), "selector"
+    return read_csv("uci_liver_disorders", "bupa.data", header=None, names=cols), "selector"
 
 
 def _abalone() -> tuple[pd.DataFrame, str]:
     cols = ["Sex", "Length", "Diameter", "Height", "Whole", "Shucked", "Viscera", "Shell",
             "Rings"]
-    df = _csv("uci_abalone", "abalone.data.gz", header=None, names=cols)
+    df = read_csv("uci_abalone", "abalone.data.gz", header=None, names=cols)
     sex = pd.get_dummies(df.pop("Sex"), prefix="Sex").astype(float)   # F, I, M: d = 3 + 7
     return pd.concat([sex, df], axis=1), "Rings"
 
 
 def _parkinsons() -> tuple[pd.DataFrame, str]:
     # d = 21: every column but total_UPDRS (incl. subject#, motor_UPDRS)
-    return _csv("uci_parkinsons_telemonitoring", "parkinsons_updrs.data.gz"), "total_UPDRS"
+    return read_csv("uci_parkinsons_telemonitoring", "parkinsons_updrs.data.gz"), "total_UPDRS"
 
 
 def _wine() -> tuple[pd.DataFrame, str]:
-    red = _csv("uci_wine_quality", "winequality-red.csv.gz", sep=";").assign(white=0.0)
-    white = _csv("uci_wine_quality", "winequality-white.csv.gz", sep=";").assign(white=1.0)
+    red = read_csv("uci_wine_quality", "winequality-red.csv.gz", sep=";").assign(white=0.0)
+    white = read_csv("uci_wine_quality", "winequality-white.csv.gz", sep=";").assign(white=1.0)
     return pd.concat([red, white], ignore_index=True), "quality"      # 11 + colour = 12
 
 
 def _airquality() -> tuple[pd.DataFrame, str]:
-    df = _csv("uci_air_quality", "AirQualityUCI.csv.gz", sep=";", decimal=",")
+    df = read_csv("uci_air_quality", "AirQualityUCI.csv.gz", sep=";", decimal=",")
     df = df.drop(columns=["Date", "Time"]).loc[:, lambda f: ~f.columns.str.startswith("Unnamed")]
     return df.dropna(how="any"), "CO(GT)"        # -200 (missing) kept, as the paper does
 
 
 def _appliances() -> tuple[pd.DataFrame, str]:
-    return _csv("uci_appliances_energy", "energydata_complete.csv.gz").drop(columns="date"), \
+    return read_csv("uci_appliances_energy", "energydata_complete.csv.gz").drop(columns="date"), \
         "Appliances"
 
 
 def _intrusion_proxy() -> tuple[pd.DataFrame, str]:
-    df = _csv("wsn_kbarrier_ffannid_PROXY", "circ_bsm_gu.csv")
+    df = read_csv("wsn_kbarrier_ffannid_PROXY", "circ_bsm_gu.csv")
     return df.drop(columns="n_barriers_uniform"), "n_barriers_gaussian"
 
 

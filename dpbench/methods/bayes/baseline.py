@@ -1,17 +1,16 @@
 """The non-private posterior (exact likelihood, same prior), cached per training set.
 
 Deterministic: the sampler key is derived from the fingerprint of the data
-and the specification, so every process computes the same draws, and the
-result is cached under ``results/cache/posterior/<fingerprint>.npz``
-(``DPBENCH_CACHE_DIR`` overrides the cache root). Writes are atomic.
+and the specification, so every process computes the same draws. Inside the
+runner the draws go through the trial's artifact store (``<results_dir>/cache``,
+built once under a lock, published atomically), as the marginal releases do;
+outside it (tests, scripts) they are computed afresh.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -19,6 +18,7 @@ from numpy.typing import NDArray
 
 from dpbench.methods.bayes import _jax, models
 from dpbench.methods.bayes.sampling import Draws, Settings, sample
+from dpbench.runner.artifacts import current_context
 
 CACHE_VERSION = 1
 
@@ -51,18 +51,17 @@ def nonprivate_posterior(X: NDArray, y: NDArray, spec: BaselineSpec, *,
                          use_cache: bool = True) -> Draws:
     """theta draws of the exact-likelihood posterior of (X, y) under ``spec``."""
     fp = fingerprint(X, y, spec)
-    path = _jax.cache_root() / "posterior" / f"{fp}.npz"
-    if use_cache and path.exists():
-        with np.load(path) as f:
-            return Draws(f["theta"], f["rhat"], json.loads(str(f["diagnostics"])))
-    key = _jax.jax.random.PRNGKey(int(fp[:8], 16) % 2**31)
-    draws = sample(models.nonprivate, key, spec.settings, (X, y, spec.norm_bound_sq),
+
+    def build() -> tuple[dict[str, np.ndarray], dict]:
+        key = _jax.jax.random.PRNGKey(int(fp[:8], 16) % 2**31)
+        d = sample(models.nonprivate, key, spec.settings, (X, y, spec.norm_bound_sq),
                    glm=spec.glm, prior=spec.prior)
-    if use_cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz")
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, theta=draws.theta, rhat=draws.rhat,
-                     diagnostics=json.dumps(draws.diagnostics))
-        os.replace(tmp, path)
-    return draws
+        return {"theta": d.theta, "rhat": np.asarray(d.rhat)}, {"diagnostics": d.diagnostics}
+
+    ctx = current_context()
+    if not use_cache or ctx is None or ctx.store is None:
+        arrays, meta = build()
+    else:
+        arrays, meta, _ = ctx.store.get_or_create({"kind": "bayesglm_posterior", "fp": fp},
+                                                  build)
+    return Draws(arrays["theta"], arrays["rhat"], dict(meta["diagnostics"]))
