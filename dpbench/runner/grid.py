@@ -52,6 +52,24 @@ def _merged_params(entry: Mapping[str, Any], profile: str) -> dict[str, Any]:
     return params
 
 
+def key_as(entry: Mapping[str, Any], axis: str, name: str) -> dict[str, str]:
+    """A yaml's pinned identity (``key_as: {name, target}``) as TrialSpec.key_as fields.
+
+    The key hashes these in place of the yaml's file name and ``_target_``, so a renamed
+    yaml or a moved module keeps its stored trials (tests/core/test_identity.py)."""
+    pinned = entry.get("key_as") or {}
+    unknown = sorted(set(pinned) - {"name", "target"})
+    if unknown:
+        raise ConfigError(f"{axis} {name!r}: unknown key_as field {unknown[0]!r}; "
+                          "valid: name, target")
+    out = {}
+    if "name" in pinned:
+        out[axis] = str(pinned["name"])
+    if "target" in pinned:
+        out[f"{axis}_target"] = str(pinned["target"])
+    return out
+
+
 def _as_list(value: Any, name: str) -> list[Any]:
     if value is None or value == "???":
         raise ConfigError(f"{name} is not set; give it on the command line, e.g. {name}=[...]")
@@ -137,6 +155,7 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
     task = exp.task
     if task not in TASKS:
         raise ConfigError(f"unknown task {task!r}; valid: {', '.join(sorted(TASKS))}")
+    task_params = dict(_get(exp, "task_params") or {})
     unit = cfg.get("budget_unit", "epsilon")
     for eps in epsilons:
         check_budget(eps, cfg.delta, unit)
@@ -165,7 +184,8 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
                                 dataset_params=dparams, method=m,
                                 method_target=me["_target_"], method_params=mparams,
                                 task=task, epsilon=float(eps), delta=cfg.delta,
-                                budget_unit=unit, trial=t,
+                                budget_unit=unit, trial=t, task_params=task_params,
+                                key_as={**key_as(de, "dataset", d), **key_as(me, "method", m)},
                                 meta={"dataset_label": de.get("label", d) + _suffix(dpoint),
                                       "method_label": me.get("label", m) + _suffix(mpoint),
                                       "dataset_sweep": dpoint, "method_sweep": mpoint},

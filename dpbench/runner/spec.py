@@ -30,6 +30,10 @@ class TrialSpec:
     """One (dataset, method, epsilon, delta, trial) cell with every setting resolved.
 
     ``meta`` holds presentation-only fields (labels) and is excluded from the key.
+    ``key_as`` pins the identity: ``{"dataset": ..., "dataset_target": ..., "method": ...,
+    "method_target": ...}`` values hashed in place of the yaml names and import paths
+    (from a yaml's ``key_as: {name, target}``), so renaming a yaml or moving a module keeps
+    every stored key and seed. ``task_params`` enter the key only when non-empty.
     ``delta`` is a number or a rule in n (training rows), e.g. ``"n**-1.1"``.
     ``epsilon`` is in ``budget_unit``: epsilon itself, or a mu-GDP mu / zCDP rho
     that the runner converts to the equivalent epsilon at ``delta``.
@@ -46,12 +50,18 @@ class TrialSpec:
     delta: float | str
     budget_unit: str
     trial: int
+    task_params: dict[str, Any] = field(default_factory=dict)
+    key_as: dict[str, str] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def identity(self) -> dict[str, Any]:
         """Everything that determines the result (the hashed content)."""
         d = asdict(self)
-        d.pop("meta")
+        for name in ("meta", "key_as", "task_params"):
+            d.pop(name)
+        d.update(self.key_as)
+        if self.task_params:
+            d["task_params"] = self.task_params
         return d
 
     @property
@@ -60,7 +70,8 @@ class TrialSpec:
 
     def data_identity(self) -> dict[str, Any]:
         """What determines the trial's data split: shared by all methods and epsilons."""
-        return {"dataset": self.dataset, "target": self.dataset_target,
+        ident = self.identity()
+        return {"dataset": ident["dataset"], "target": ident["dataset_target"],
                 "params": self.dataset_params, "trial": self.trial}
 
     def data_rng(self) -> np.random.Generator:
