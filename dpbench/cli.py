@@ -19,7 +19,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from dpbench.data.files import DataError
-from dpbench.runner.grid import ConfigError, choices, conf_dir, expand, load_entry
+from dpbench.roots import conf_dirs
+from dpbench.runner.grid import ConfigError, choices, conf_dir, entries, expand, load_entry
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK, ResultStore
 
@@ -37,8 +38,13 @@ def compose_config(overrides: Sequence[str]) -> DictConfig:
         for group in ("experiment", "profile", "runner", "dataset", "method"):
             if key == group and value not in choices(group):
                 raise UserError(f"unknown {group} {value!r}; valid: {', '.join(choices(group))}")
+        if key in ("experiment", "profile", "runner"):  # a name may live in a subfolder
+            overrides[i] = f"{ov.partition('=')[0]}={group_path(key, value)}"
         if key in ("dataset", "method"):  # shortcut for a one-element axis
             overrides[i] = f"{key}s=[{value}]"
+    extra = conf_dirs()[1:]
+    if extra:  # configs outside the repository (DPBENCH_PATH): Hydra searches them too
+        overrides.append("hydra.searchpath=[" + ",".join(f"file://{p}" for p in extra) + "]")
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
             cfg = compose(config_name="config", overrides=list(overrides))
@@ -47,6 +53,14 @@ def compose_config(overrides: Sequence[str]) -> DictConfig:
         raise UserError(f"bad override: {msg}") from None
     apply_experiment_profile(cfg, overrides)
     return cfg
+
+
+def group_path(group: str, name: str) -> str:
+    """Hydra's name for a group entry: its path under ``conf/<group>/`` (e.g. a paper's
+    subfolder ``ddssp/linreg_adult``), so users can name it by its file stem alone."""
+    path = entries(group)[name]
+    base = next(d / group for d in conf_dirs() if path.is_relative_to(d / group))
+    return path.relative_to(base).with_suffix("").as_posix()
 
 
 def apply_experiment_profile(cfg: DictConfig, overrides: Sequence[str]) -> None:
@@ -197,31 +211,35 @@ def figure_dir(cfg: DictConfig) -> Path:
     return base / (name if cfg.profile.name == "default" else f"{name}-{cfg.profile.name}")
 
 
+def figure_specs(cfg: DictConfig) -> list[dict]:
+    """The experiment's figures: a ``conf/figure`` name or an inline ``{kind, name, ...}``,
+    each with the experiment's title and note."""
+    out = []
+    for item in cfg.experiment.figures:
+        if isinstance(item, str):
+            fig = {"name": item, **load_entry("figure", item)}
+        else:
+            fig = OmegaConf.to_container(item, resolve=True)
+            if "kind" not in fig or "name" not in fig:
+                raise UserError(f"inline figure {fig!r} needs a kind and a name")
+        fig.setdefault("title", cfg.experiment.name)
+        if cfg.experiment.get("note"):
+            fig.setdefault("note", str(cfg.experiment.note).strip())
+        out.append(fig)
+    return out
+
+
 def build_figures(cfg: DictConfig) -> list[Path]:
-    """Every figure and table of one experiment, from the store only."""
+    """Every figure, table and claim check of one experiment, from the store only."""
     from dpbench.report.aggregate import results_frame
-    from dpbench.report.figures import FIGURE_KINDS
+    from dpbench.report.build import build_report
 
     specs = grid(cfg)
     frame = results_frame(specs, store_of(cfg), cfg.experiment.name)
     if frame.empty:
         return []
-    out = figure_dir(cfg)
-    paths: list[Path] = []
-    for fname in cfg.experiment.figures:
-        fig = {"name": fname, "title": cfg.experiment.name, **load_entry("figure", fname)}
-        if cfg.experiment.get("note"):
-            fig["note"] = str(cfg.experiment.note).strip()
-        kind = fig["kind"]
-        if kind not in FIGURE_KINDS:
-            raise UserError(f"figure {fname!r}: unknown kind {kind!r}; valid: "
-                            f"{', '.join(sorted(FIGURE_KINDS))}")
-        paths += FIGURE_KINDS[kind](frame, fig, out)
-    for check in cfg.experiment.get("checks") or []:
-        from dpbench.runner.execute import import_object
-
-        paths += import_object(check)(frame, out)
-    return paths
+    experiment = OmegaConf.to_container(cfg.experiment, resolve=True)
+    return build_report(frame, experiment, figure_specs(cfg), figure_dir(cfg))
 
 
 def claims_summary(path: Path) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from dpbench.roots import conf_dirs
 from dpbench.runner.spec import TrialSpec
 
 BUDGET_UNITS = ("epsilon", "mu", "rho")
@@ -26,20 +27,33 @@ class ConfigError(ValueError):
 
 def conf_dir() -> Path:
     """The repository's Hydra config tree."""
-    return Path(__file__).resolve().parents[2] / "conf"
+    return conf_dirs()[0]
+
+
+def entries(group: str) -> dict[str, Path]:
+    """Name -> yaml file of every entry of ``conf/<group>/`` (subfolders included) in every
+    root (dpbench.roots); a name is its file stem and must be unique within a group."""
+    found: dict[str, Path] = {}
+    for base in conf_dirs():
+        for path in sorted((base / group).rglob("*.yaml")):
+            if path.stem in found:
+                raise ConfigError(f"{group} {path.stem!r} is defined twice: {found[path.stem]} "
+                                  f"and {path}")
+            found[path.stem] = path
+    return found
 
 
 def choices(group: str) -> list[str]:
-    """Names of the yaml files in ``conf/<group>/``."""
-    return sorted(p.stem for p in (conf_dir() / group).glob("*.yaml"))
+    """Names of the yaml files in ``conf/<group>/`` of every root."""
+    return sorted(entries(group))
 
 
 def load_entry(group: str, name: str) -> dict[str, Any]:
     """A dataset/method/figure yaml as a plain dict; ``base: other`` inherits from a sibling."""
-    valid = choices(group)
-    if name not in valid:
-        raise ConfigError(f"unknown {group} {name!r}; valid: {', '.join(valid)}")
-    node = OmegaConf.load(conf_dir() / group / f"{name}.yaml")
+    found = entries(group)
+    if name not in found:
+        raise ConfigError(f"unknown {group} {name!r}; valid: {', '.join(sorted(found))}")
+    node = OmegaConf.load(found[name])
     base = node.pop("base", None) if isinstance(node, DictConfig) else None
     if base:
         node = OmegaConf.merge(load_entry(group, base), node)
