@@ -231,8 +231,8 @@ def figure_specs(cfg: DictConfig) -> list[dict]:
 
 def build_figures(cfg: DictConfig) -> list[Path]:
     """Every figure, table and claim check of one experiment, from the store only."""
-    from dpbench.report.aggregate import results_frame
     from dpbench.report.build import build_report
+    from dpbench.report.frame import results_frame
 
     specs = grid(cfg)
     frame = results_frame(specs, store_of(cfg), cfg.experiment.name)

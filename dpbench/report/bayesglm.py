@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import gaussian_kde
 
-from dpbench.report.binagg import cell, mean_se
-from dpbench.report.tables import write_table
+from dpbench.report.binagg import cell
+from dpbench.report.frame import mean_se
+from dpbench.report.render import write_table
 
 PRIVATE, BASELINE = "info.theta_quantiles", "info.baseline_theta_quantiles"
 PAPER_FIGURE = {"bayesglm_logistic_ks": "Fig 5", "bayesglm_poisson_ks": "Fig 6"}
@@ -138,7 +139,7 @@ def posterior_density(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> li
 
 def _save(f: plt.Figure, part: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
     """The figure and its summary table, named by figure, dataset and method."""
-    from dpbench.report.figures import save  # figures.py imports this module
+    from dpbench.report.render import save  # figures.py imports this module
 
     dataset, method = part["dataset"].iloc[0], part["method"].iloc[0]
     stem = out / f"{fig['name']}_{dataset}_{method}"

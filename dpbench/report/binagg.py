@@ -19,20 +19,11 @@ import numpy as np
 import pandas as pd
 
 from dpbench.report import binagg_paper as P
-from dpbench.report.tables import write_table
+from dpbench.report.frame import mean_se
+from dpbench.report.render import write_table
 
 
 # ----------------------------------------------------------------------------- helpers
-def mean_se(values: pd.Series | np.ndarray) -> tuple[float, float, int]:
-    """Mean, standard error (sd/sqrt(n), ddof=1) and n of the finite values."""
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if v.size == 0:
-        return math.nan, math.nan, 0
-    se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan
-    return float(v.mean()), se, int(v.size)
-
-
 def zscore(ours: float, se: float, paper: float | None, digits: int = 3) -> str:
     """(ours - paper) / sqrt(se^2 + r^2), r = sd of the paper's rounding to its ``digits``
     printed decimals (uniform over one unit of the last digit: unit / sqrt(12)), so a
@@ -172,7 +163,7 @@ def _curves(frame: pd.DataFrame, pattern: str, xname: str, fig: dict[str, Any],
             out: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
-    from dpbench.report.figures import save
+    from dpbench.report.render import save
 
     rows = []
     for ds in sorted(set(frame["dataset"])):

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpbench.report.aggregate import summarise
 from dpbench.report.ddssp_checks import _cell, _first, _line, write_claims
+from dpbench.report.frame import summarise
 
 
 def _metric(frame: pd.DataFrame) -> tuple[str, float]:

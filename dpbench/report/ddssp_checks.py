@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from dpbench.methods.classification.objpert import MARGIN_EDGES
-from dpbench.report.aggregate import summarise
+from dpbench.report.frame import summarise
 
 COMPETITIVE_AUC = 0.01
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpbench.methods.classification.objpert import MARGIN_EDGES
-from dpbench.report.tables import write_table
+from dpbench.report.render import write_table
 
 
 def nearest_epsilon(frame: pd.DataFrame, method: str, epsilon: float) -> float | None:
@@ -48,7 +48,7 @@ def objpert_margins(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list
     """Fig. 4: one histogram panel per dataset, dashed lines at +-bound (default 6)."""
     import matplotlib.pyplot as plt
 
-    from dpbench.report.figures import save
+    from dpbench.report.render import save
 
     method, bound = fig.get("method", "objpert"), float(fig.get("bound", 6.0))
     eps = nearest_epsilon(frame, method, float(fig.get("epsilon", 1.0)))

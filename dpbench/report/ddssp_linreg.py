@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpbench.report.aggregate import summarise
 from dpbench.report.ddssp_checks import _cell, _first, _line, write_claims
+from dpbench.report.frame import summarise
 
 # Sec. 5: better than AdaSSP "on all datasets except ACSIncome, where performance is
 # similar"; "similar" = MSE ratio within [0.8, 1.25] or means within the s.e. sum. The

@@ -18,25 +18,15 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dpbench.report import bayesglm, binagg  # noqa: E402
-from dpbench.report.aggregate import summarise  # noqa: E402
 from dpbench.report.ddssp_figures import objpert_margins  # noqa: E402
-from dpbench.report.tables import write_tables  # noqa: E402
+from dpbench.report.frame import summarise  # noqa: E402
+from dpbench.report.render import save, write_tables  # noqa: E402
 
 UNIT_SYMBOL = {"epsilon": r"$\varepsilon$", "mu": r"$\mu$ (GDP)", "rho": r"$\rho$ (zCDP)"}
 
 
 MARKERS = "osD^vx+<>p"
 
-
-def save(fig: plt.Figure, stem: Path) -> list[Path]:
-    """Write ``stem``.png and ``stem``.pdf deterministically."""
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    png, pdf = stem.with_suffix(".png"), stem.with_suffix(".pdf")
-    fig.savefig(png, dpi=150, bbox_inches="tight", metadata={"Software": None})
-    fig.savefig(pdf, bbox_inches="tight", metadata={"CreationDate": None, "Producer": None,
-                                                     "Creator": None})
-    plt.close(fig)
-    return [png, pdf]
 
 
 def metric_vs_eps(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:

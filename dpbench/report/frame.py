@@ -1,7 +1,13 @@
-"""From stored records to tidy frames and per-cell summaries (pandas)."""
+"""From stored records to one tidy results frame, and the one mean +- s.e. (pandas).
+
+Every figure kind and claim kind reads this frame: one row per ok trial with the spec's
+columns (dataset, method, epsilon, trial, labels, swept parameters as ``dataset.<p>`` /
+``method.<p>``), the task's metrics, ``info.<k>`` and ``privacy.<k>``.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -47,3 +53,13 @@ def summarise(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     out["se"] = out["sd"] / np.sqrt(out["n"])
     out.loc[out["n"] < 2, "se"] = np.nan
     return out.drop(columns="sd")
+
+
+def mean_se(values: pd.Series | np.ndarray) -> tuple[float, float, int]:
+    """Mean, standard error (sd / sqrt(n), ddof=1) and n of the finite values."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return math.nan, math.nan, 0
+    se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan
+    return float(v.mean()), se, int(v.size)

@@ -1,4 +1,7 @@
-"""Markdown and LaTeX tables of mean +- standard error (methods x epsilons, per dataset)."""
+"""The one renderer: figures as PNG + PDF, tables as Markdown + LaTeX, and the one cell format.
+
+Output is deterministic (fixed metadata), so the same results give byte-identical files.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,24 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-import pandas as pd
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
 
 Row = Sequence[str]
+
+
+def save(fig: plt.Figure, stem: Path) -> list[Path]:
+    """Write ``stem``.png and ``stem``.pdf deterministically."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    png, pdf = stem.with_suffix(".png"), stem.with_suffix(".pdf")
+    fig.savefig(png, dpi=150, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(pdf, bbox_inches="tight", metadata={"CreationDate": None, "Producer": None,
+                                                     "Creator": None})
+    plt.close(fig)
+    return [png, pdf]
 
 
 def _cell(mean: float, se: float, digits: int) -> str:
