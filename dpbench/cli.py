@@ -223,6 +223,7 @@ def figure_specs(cfg: DictConfig) -> list[dict]:
             if "kind" not in fig or "name" not in fig:
                 raise UserError(f"inline figure {fig!r} needs a kind and a name")
         fig.setdefault("title", cfg.experiment.name)
+        fig.setdefault("paper", cfg.experiment.get("paper"))
         if cfg.experiment.get("note"):
             fig.setdefault("note", str(cfg.experiment.note).strip())
         out.append(fig)
@@ -242,15 +243,9 @@ def build_figures(cfg: DictConfig) -> list[Path]:
     return build_report(frame, experiment, figure_specs(cfg), figure_dir(cfg))
 
 
-def claims_summary(path: Path) -> str:
-    """'<file>: 12 PASS, 1 FAIL, 0 SKIP' plus each FAIL row of a claim-check table."""
-    rows = [ln for ln in path.read_text().splitlines() if ln.startswith("| ")]
-    verdicts = Counter(ln.split("|")[1].strip() for ln in rows)
-    head = f"{path}: " + ", ".join(f"{verdicts[v]} {v}" for v in ("PASS", "FAIL", "SKIP"))
-    return "\n".join([head, *(f"  {ln}" for ln in rows if ln.startswith("| FAIL"))])
-
-
 def cmd_figures(overrides: Sequence[str]) -> int:
+    from dpbench.report.claims.engine import summary as claims_summary
+
     explicit = any(o.split("=")[0] == "experiment" for o in overrides)
     names = [None] if explicit else choices("experiment")
     n = 0
@@ -260,7 +255,7 @@ def cmd_figures(overrides: Sequence[str]) -> int:
         for p in paths:
             print(p)
         for p in paths:
-            if p.name.startswith("claims") and p.suffix == ".md":
+            if p.name == "claims.md":
                 print(claims_summary(p))
         n += len(paths)
     if n == 0:

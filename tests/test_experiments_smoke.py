@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from claims_golden import assert_golden
 from conftest import REPO
 from raw_fixtures import fake_fire, fake_pums, fake_taxi, write_fire, write_pums, write_taxi
 
@@ -39,10 +40,6 @@ RAW: dict[str, Callable[[], Path]] = {
     "logreg_acs_income": lambda: write_pums(fake_pums(n=5000)),
     "logreg_acs_public_coverage": lambda: write_pums(fake_pums(n=5000)),
 }
-
-# Claim checks that print their verdict (beside the files they write).
-PRINTED = {"bayesglm_logistic_ks": "Fig 5 KS non-increasing in eps within error bars: "}
-
 
 def _clear_data_caches() -> None:
     for fn in (discrete.read_discrete, files._verified, uci.read_table):
@@ -83,16 +80,17 @@ def test_smoke_profile_runs_and_reports(experiment: str, data_root: None, tmp_pa
                if "/figures/" in ln and " " not in ln and not ln.endswith(":")]
     assert outputs, f"{experiment}: no figures or tables written"
     assert all(p.exists() and p.stat().st_size > 0 for p in outputs)
-    # figures in both formats, tables in both formats (claim-check reports are Markdown)
+    # figures in both formats, tables in both formats (claims.md has claims.json beside it)
     assert any(p.suffix == ".md" for p in outputs)
     for p in outputs:
         if p.suffix == ".png":
             assert p.with_suffix(".pdf") in outputs, p
-        if p.suffix == ".md" and not p.name.startswith(("claims", "check_")):
+        if p.suffix == ".md" and p.name != "claims.md":
             assert p.with_suffix(".tex") in outputs, p
     for p in outputs:
-        if p.name.startswith("claims"):   # the CLI's verdict count for each claim file
+        if p.name == "claims.md":   # the CLI's verdict count, from claims.json beside it
+            assert p.with_suffix(".json") in outputs, p
             assert re.search(rf"^{re.escape(str(p))}: \d+ PASS, \d+ FAIL, \d+ SKIP$",
                              figures_out, re.M), figures_out
-    if experiment in PRINTED:
-        assert PRINTED[experiment] in figures_out
+    # the same verdicts as the per-paper checks the claims engine replaced
+    assert_golden(experiment, next((p for p in outputs if p.name == "claims.json"), None))

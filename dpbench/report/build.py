@@ -20,26 +20,24 @@ from dpbench.runner.grid import ConfigError
 def build_figures(frame: pd.DataFrame, figures: Sequence[Mapping[str, Any]],
                   out: Path) -> list[Path]:
     """Every figure / table of the experiment, each by its kind's builder."""
-    from dpbench.report.figures import FIGURE_KINDS
+    from dpbench.report.kinds import KINDS
 
     paths: list[Path] = []
     for fig in figures:
         kind = fig["kind"]
-        if kind not in FIGURE_KINDS:
+        if kind not in KINDS:
             raise ConfigError(f"figure {fig['name']!r}: unknown kind {kind!r}; valid: "
-                             f"{', '.join(sorted(FIGURE_KINDS))}")
-        paths += FIGURE_KINDS[kind](frame, dict(fig), out)
+                             f"{', '.join(sorted(KINDS))}")
+        paths += KINDS[kind](frame, dict(fig), out)
     return paths
 
 
 def build_claims(frame: pd.DataFrame, experiment: Mapping[str, Any], out: Path) -> list[Path]:
-    """The experiment's claim checks (to be replaced by papers/<paper>/claims.yaml)."""
-    from dpbench.runner.execute import import_object
+    """The claims of the experiment's paper checked on its results: claims.md and
+    claims.json (dpbench/report/claims/engine.py)."""
+    from dpbench.report.claims.engine import build_claims as check_claims
 
-    paths: list[Path] = []
-    for check in experiment.get("checks") or []:
-        paths += import_object(check)(frame, out)
-    return paths
+    return check_claims(frame, experiment, out)
 
 
 def build_report(frame: pd.DataFrame, experiment: Mapping[str, Any],

@@ -1,0 +1,1 @@
+"""A paper's claims as data (papers/<paper>/claims.yaml) checked on results; see engine."""
