@@ -9,14 +9,14 @@ claims.yaml format
     better: {auc: higher, mse: lower}     # direction of each metric the claims compare
                                           # (default: the task's primary metric's)
     claims:
-      - id: ddssp_vs_adassp               # unique in the file; names the row in claims.json
-        text: "DD-SSP MSE < AdaSSP MSE (Sec. 5)"   # what the paper says, with its section
+      - id: ours_better_baseline          # unique in the file; names the row in claims.json
+        text: "Ours MSE < Baseline MSE (Sec. 5)"   # what the paper says, with its section
         kind: better                      # one of the kinds below
-        experiments: [linreg_adult]       # experiments it applies to (empty / absent: all)
-        where: {datasets: [adult], eps: "<=0.1"}   # optional row filters; eps: one
+        experiments: [linreg_toy]         # experiments it applies to (empty / absent: all)
+        where: {datasets: [toy], eps: "<=0.1"}   # optional row filters; eps: one
                                           # condition or a list ("<=0.1", ">=1", ">0.1", "==1")
-        a: [ddssp, ddssp_logistic]        # a method id, or alternatives: first present wins
-        b: adassp
+        a: [ours, ours_logistic]          # a method id, or alternatives: first present wins
+        b: baseline
         metric: [mse, auc]                # a metric column, or alternatives: first present
         require: b                        # rows written: b (where b has results; SKIP when a
                                           # has none, the default), both, none (SKIP if either
@@ -44,6 +44,12 @@ eps unless said otherwise:
   numbers.csv (columns table, dataset, method, metric, stat, epsilon, value, digits,
   comparable, note) with results: |z| <= tol, z = (ours - paper) / sqrt(se^2 + r^2), r the
   rounding sd of the printed digits; not comparable rows are SKIP.
+
+Output: ``claims.md``, one table | verdict | dataset | eps | claim | numbers | with the
+rows grouped by claim (eps "all" for trend rows; the claim cell adds the row's subject,
+e.g. a method); ``claims.json``, a list of {claim, text, dataset, eps, status, numbers,
+subject}. ``dpbench figures`` prints "<claims.md>: N PASS, N FAIL, N SKIP" and each FAIL
+row, from claims.json.
 
 An unknown kind or key, or a bad value, is a one-line ``ConfigError`` naming the file and
 claim. Experiments name their paper with ``paper:`` in their ``experiment:`` block.
