@@ -12,6 +12,7 @@ from dpbench.data.base import Split, TabularData
 from dpbench.data.files import DataError
 from dpbench.data.synthetic import linear_regression
 from dpbench.data.uci import load_uci, read_table
+from dpbench.methods.outputs import Intervals, LinearFit
 from dpbench.methods.real_data import RealData
 from dpbench.privacy import Accountant
 from dpbench.report import binagg as report
@@ -71,20 +72,15 @@ def test_simulation_dgp_bounds_and_fixed_beta() -> None:
     assert a.train.X.max() <= 1.0
 
 
-class _Fitted:
-    coef_ = np.array([1.0, 2.0])
-    stderr_ = np.array([0.1, 0.1])
-    ci_ = np.array([[0.9, 1.1], [2.5, 2.7]])
-    naive_coef_ = coef_
-    naive_stderr_ = stderr_
-    naive_ci_ = ci_
+_IV = Intervals(np.array([1.0, 2.0]), np.array([0.1, 0.1]), np.array([[0.9, 1.1], [2.5, 2.7]]))
+_FITTED = LinearFit(_IV.coef, intervals=_IV, naive=_IV)
 
 
 def test_inference_metrics_by_hand() -> None:
     X = np.array([[1.0, 0.0], [0.0, 1.0]])
     y = np.array([1.0, 3.0])
     td = TabularData(X, y, 1.0, 3.0, ("a", "b"), "y", truth={"beta": np.array([1.0, 2.0])})
-    m = inference.evaluate(_Fitted(), Split(td, td))
+    m = inference.evaluate(_FITTED, Split(td, td))
     assert m["relmse"] == pytest.approx(1 / 10)                  # ||(1,2)-(1,3)||^2 / 10
     assert m["est_error"] == 0.0
     assert (m["covered_0"], m["covered_1"]) == (1.0, 0.0)        # 2 is outside [2.5, 2.7]
@@ -95,7 +91,8 @@ def test_synthetic_utility_original_learns_a_linear_signal() -> None:
     s = linear_regression(rng=np.random.default_rng(0), n=600, d=3, n_test=300,
                           noise_sd=0.1, y_range=[0, 6])
     model = RealData().fit(s.train, Accountant(1.0, 1e-5), np.random.default_rng(0))
-    m = TASKS["synthetic_utility"](model, s)
+    task = TASKS["synthetic_utility"]
+    m = task.score(model.output(task.needs), s, {})
     assert {"relmse_xgboost", "relmse_rf", "relmse_svr", "relmse_mlp"} <= set(m)
     assert m["relmse"] < 0.2                      # 1 - R^2 of good regressors on y = Xb + e
 

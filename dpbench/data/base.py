@@ -67,6 +67,25 @@ class TabularData:
         return int(self.X.shape[1])
 
 
+#: what a dataset can provide beyond X, y and the norm bounds; methods and tasks declare
+#: which they need, dataset yamls which they provide (``provides:``)
+CAPABILITIES = {
+    "discrete": "integer-coded records with a domain and an encoding (marginal-based methods)",
+    "x_range": "public per-feature [lower, upper] boxes (box-based methods)",
+    "truth": "known ground truth such as beta or theta (simulated data)",
+    "binary_label": "a two-valued label (classification)",
+}
+
+
+def capabilities(data: TabularData) -> frozenset[str]:
+    """The capabilities a loaded split really has (the contract tests hold yamls to it)."""
+    have = {"discrete": data.discrete is not None and data.domain is not None
+            and data.encoding is not None,
+            "x_range": data.x_range is not None, "truth": bool(data.truth),
+            "binary_label": np.unique(data.y).size <= 2}
+    return frozenset(k for k, ok in have.items() if ok)
+
+
 @dataclass(frozen=True)
 class Split:
     """Train and test parts of one trial's data."""

@@ -1,30 +1,55 @@
-"""The one interface every method implements.
+"""The one interface every method implements, and its contract.
 
-A method is configured by keyword hyperparameters (from its yaml's ``params``),
-then fitted on a :class:`~dpbench.data.base.TabularData` under an
-:class:`~dpbench.privacy.Accountant` with an explicit numpy Generator. It
-never reads configs or files. Fitted state ends in ``_`` (scikit-learn style).
+A method is a class configured by keyword hyperparameters (from its yaml's ``params``),
+fitted with ``fit(data, accountant, rng)`` on a :class:`~dpbench.data.base.TabularData`
+under an :class:`~dpbench.privacy.Accountant` with an explicit numpy Generator; it never
+reads configs or files, and charges every release to the accountant. Fitted state ends in
+``_`` (scikit-learn style) and stays private to the method. The contract, declared as class
+variables and checked before any trial runs (``dpbench plan`` / ``run`` refuse a mismatch
+in one line; tests/contracts runs every method yaml on a dataset it serves):
+
+- ``accounting``: the ledger currency it composes in (zcdp | gdp | approx | pure);
+- ``private``: False for non-private baselines (they charge nothing);
+- ``serves``: the task names it can be scored by (``dpbench.tasks.TASKS``);
+- ``requires``: data capabilities it needs, a subset of ``dpbench.data.CAPABILITIES``
+  (e.g. ``discrete`` for marginal-based methods, ``x_range`` for box-based ones);
+- ``produces``: the output kinds (``dpbench.methods.outputs``) that ``output(kind)``
+  returns after ``fit``: what tasks consume.
+
+``supports(task, provides, params)`` combines them (overridden where a parameter changes
+what a method serves, e.g. a logistic model serves classification, a linear one regression)
+and returns None or the reason the cell cannot run.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Self
+from collections.abc import Mapping
+from typing import Any, ClassVar, Self, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dpbench.data.base import TabularData
+from dpbench.methods.outputs import Intervals, LinearFit, SyntheticTable
 from dpbench.privacy.accountant import Accountant, Currency
+
+T = TypeVar("T")
 
 
 class Method(ABC):
-    """Base class: ``Method(**params).fit(data, accountant, rng)``."""
+    """Base class: ``Method(**params).fit(data, accountant, rng).output(kind)``."""
 
     #: the ledger currency the method composes in
     accounting: ClassVar[Currency] = "approx"
     #: False for non-private baselines (they charge nothing)
     private: ClassVar[bool] = True
+    #: tasks it serves
+    serves: ClassVar[frozenset[str]] = frozenset()
+    #: data capabilities it needs (dpbench.data.CAPABILITIES)
+    requires: ClassVar[frozenset[str]] = frozenset()
+    #: output kinds ``output`` returns (dpbench.methods.outputs)
+    produces: ClassVar[tuple[type, ...]] = ()
 
     def __init__(self, **params: Any) -> None:
         self.params = dict(params)
@@ -32,6 +57,35 @@ class Method(ABC):
     @abstractmethod
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
         """Fit under the budget; must charge every release to ``accountant``."""
+
+    def output(self, kind: type[T]) -> T:
+        """The fitted result as ``kind`` (one of ``produces``)."""
+        raise TypeError(f"{type(self).__name__} produces no {kind.__name__}; it produces "
+                        f"{', '.join(k.__name__ for k in self.produces) or 'nothing'}")
+
+    @classmethod
+    def tasks_served(cls, params: Mapping[str, Any]) -> frozenset[str]:
+        """The tasks served under these hyperparameters (default: ``serves``)."""
+        del params
+        return cls.serves
+
+    @classmethod
+    def data_required(cls, params: Mapping[str, Any]) -> frozenset[str]:
+        """The data capabilities needed under these hyperparameters (default: ``requires``)."""
+        del params
+        return cls.requires
+
+    @classmethod
+    def supports(cls, task: str, provides: frozenset[str],
+                 params: Mapping[str, Any]) -> str | None:
+        """None if the method can run ``task`` on data with ``provides``; else why not."""
+        served = cls.tasks_served(params)
+        if task not in served:
+            return f"serves {', '.join(sorted(served)) or 'no task'}, not {task}"
+        missing = sorted(cls.data_required(params) - provides)
+        if missing:
+            return f"needs data with {', '.join(missing)}"
+        return None
 
     def info(self) -> dict[str, Any]:
         """Extra JSON-serialisable facts worth storing with the trial (default none)."""
@@ -43,12 +97,39 @@ class Method(ABC):
 
 
 class LinearModel(Method):
-    """A method whose output is a coefficient vector ``coef_`` (no intercept)."""
+    """A method whose result is a coefficient vector ``coef_`` (no intercept).
 
+    Produces :class:`LinearFit`; methods with confidence intervals set ``stderr_``/``ci_``
+    (and ``naive_coef_``/``naive_stderr_``/``naive_ci_``), tuned ones ``grid_coefs_``;
+    those that also produce :class:`SyntheticTable` set ``synthetic_ = (X, y)``.
+    """
+
+    serves = frozenset({"regression", "inference"})
+    produces = (LinearFit,)
     coef_: NDArray
+
+    def output(self, kind: type[T]) -> T:
+        if kind is LinearFit:
+            return LinearFit(  # type: ignore[return-value]
+                coef=np.asarray(self.coef_),
+                intervals=_intervals(self, ""), naive=_intervals(self, "naive_"),
+                grid=getattr(self, "grid_coefs_", None))
+        if kind is SyntheticTable and kind in self.produces:
+            X, y = self.synthetic_
+            return SyntheticTable(np.asarray(X), np.asarray(y))  # type: ignore[return-value]
+        return super().output(kind)
 
     def decision_function(self, X: NDArray) -> NDArray:
         return np.asarray(X) @ self.coef_
 
     def predict(self, X: NDArray) -> NDArray:
         return self.decision_function(X)
+
+
+def _intervals(model: Method, prefix: str) -> Intervals | None:
+    stderr = getattr(model, f"{prefix}stderr_", None)
+    if stderr is None:
+        return None
+    coef = getattr(model, f"{prefix}coef_" if prefix else "coef_")
+    return Intervals(np.asarray(coef), np.asarray(stderr), np.asarray(getattr(model,
+                                                                              f"{prefix}ci_")))

@@ -8,6 +8,7 @@ import numpy as np
 
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
+from dpbench.methods.outputs import LinearFit, SyntheticTable
 from dpbench.privacy.accountant import Accountant
 
 
@@ -15,6 +16,8 @@ class RealData(LinearModel):
     """``synthetic_`` is the training data itself; ``coef_`` its OLS fit."""
 
     private = False
+    serves = frozenset({"regression", "inference", "synthetic_utility"})
+    produces = (LinearFit, SyntheticTable)
 
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
         self.synthetic_ = (data.X, data.y)

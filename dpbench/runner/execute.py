@@ -123,7 +123,8 @@ def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
             t_fit = time.perf_counter()
             if cls.private and not ledger.charges:
                 raise RuntimeError(f"private method {spec.method!r} charged nothing to its ledger")
-            metrics = TASKS[spec.task](model, split)
+            task = TASKS[spec.task]
+            metrics = task.score(model.output(task.needs), split, spec.task_params)
             t_eval = time.perf_counter()
         record.update(
             status=OK,

@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dpbench.roots import conf_dirs
 from dpbench.runner.spec import TrialSpec
+from dpbench.tasks.base import Task
 
 BUDGET_UNITS = ("epsilon", "mu", "rho")
 
@@ -141,6 +142,29 @@ def _suffix(point: Mapping[str, Any]) -> str:
     return "" if not point else " (" + ", ".join(f"{k}={v}" for k, v in point.items()) + ")"
 
 
+def cell_problem(task: Task, dataset: str, dentry: Mapping[str, Any], method: str,
+                 mentry: Mapping[str, Any], mparams: Mapping[str, Any]) -> str | None:
+    """Why (task, dataset, method) cannot run, or None: the dataset yaml's ``tasks`` and
+    ``provides``, the task's ``requires`` and the method's ``supports`` (its class's
+    declared contract, dpbench/methods/base.py)."""
+    from dpbench.runner.execute import import_object
+
+    tasks = dentry.get("tasks")
+    if tasks is not None and task.name not in tasks:
+        return f"dataset {dataset!r} serves {', '.join(tasks)}, not {task.name}"
+    provides = frozenset(dentry.get("provides") or ())
+    missing = sorted(task.requires - provides)
+    if missing:
+        return f"task {task.name!r} needs data with {', '.join(missing)}; dataset {dataset!r} " \
+               f"provides {', '.join(sorted(provides)) or 'none of the capabilities'}"
+    try:
+        cls = import_object(mentry["_target_"])
+    except ValueError as exc:
+        return f"method {method!r}: {exc}"
+    reason = cls.supports(task.name, provides, mparams)
+    return None if reason is None else f"method {method!r} {reason}"
+
+
 def thin(values: Sequence[Any], k: int | None) -> list[Any]:
     """At most k values, evenly spread and keeping both ends."""
     values = list(values)
@@ -170,6 +194,10 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
     if task not in TASKS:
         raise ConfigError(f"unknown task {task!r}; valid: {', '.join(sorted(TASKS))}")
     task_params = dict(_get(exp, "task_params") or {})
+    try:
+        TASKS[task].resolve_params(task_params)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     unit = cfg.get("budget_unit", "epsilon")
     for eps in epsilons:
         check_budget(eps, cfg.delta, unit)
@@ -179,6 +207,13 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
     for name, entry in {**dentries, **mentries}.items():
         if "_target_" not in entry:
             raise ConfigError(f"config {name!r} has no _target_")
+
+    for d in datasets:
+        for m in methods:
+            problem = cell_problem(TASKS[task], d, dentries[d], m, mentries[m],
+                                   _merged_params(mentries[m], profile))
+            if problem:
+                raise ConfigError(f"cannot run {m} on {d} for task {task}: {problem}")
 
     dsweep = sweep_points(_get(cfg, "dataset_sweep"), "dataset")
     msweep = sweep_points(_get(cfg, "method_sweep"), "method")

@@ -1,19 +1,27 @@
-"""Tasks: how a fitted method is scored. ``TASKS[name](model, split) -> metrics``."""
+"""Tasks: how a method's output is scored. ``TASKS[name]`` is a :class:`Task` (tasks/base.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from dpbench.data.base import Split
-from dpbench.methods.base import Method
+from dpbench.methods.outputs import LinearFit, PosteriorDraws, SyntheticTable
 from dpbench.tasks import classification, inference, posterior, regression, synthetic_utility
+from dpbench.tasks.base import Task
 
-Evaluate = Callable[[Method, Split], dict[str, float]]
+TASKS: dict[str, Task] = {t.name: t for t in (
+    Task("regression", LinearFit, regression.evaluate, metrics=("mse", "train_mse"),
+         primary="mse", higher_is_better=False),
+    Task("classification", LinearFit, classification.evaluate, metrics=("auc", "accuracy"),
+         primary="auc", higher_is_better=True, requires=frozenset({"binary_label"})),
+    Task("inference", LinearFit, inference.evaluate,
+         metrics=("relmse", "est_error", "coef_*", "se_*", "width_*", "bias_*", "covered_*",
+                  "naive_*", "grid_relmse_*", "grid_est_error_*"),
+         primary="relmse", higher_is_better=False),
+    Task("synthetic_utility", SyntheticTable, synthetic_utility.evaluate,
+         metrics=("relmse", "relmse_y2", "n_synthetic", "relmse_*", "relmse_y2_*"),
+         primary="relmse", higher_is_better=False),
+    Task("posterior", PosteriorDraws, posterior.evaluate,
+         metrics=("ks_mean", "ks_max", "rhat_max", "baseline_rhat_max", "ks_theta*",
+                  "mean_theta*", "baseline_mean_theta*", "sd_theta*", "baseline_sd_theta*"),
+         primary="ks_mean", higher_is_better=False),
+)}
 
-TASKS: dict[str, Evaluate] = {
-    "regression": regression.evaluate,
-    "classification": classification.evaluate,
-    "inference": inference.evaluate,
-    "synthetic_utility": synthetic_utility.evaluate,
-    "posterior": posterior.evaluate,
-}
+__all__ = ["TASKS", "Task"]

@@ -7,7 +7,7 @@ from numpy.typing import NDArray
 from sklearn.metrics import roc_auc_score
 
 from dpbench.data.base import Split
-from dpbench.methods.base import Method
+from dpbench.methods.outputs import LinearFit
 
 
 def positive(y: NDArray) -> NDArray:
@@ -33,7 +33,7 @@ def accuracy(y_true: NDArray, scores: NDArray) -> float:
     return float(np.mean((np.asarray(scores) > 0) == positive(y_true)))
 
 
-def evaluate(model: Method, split: Split) -> dict[str, float]:
+def evaluate(model: LinearFit, split: Split) -> dict[str, float]:
     """Test AUC and accuracy of a linear decision function X theta (no intercept)."""
     scores = model.decision_function(split.test.X)
     return {"auc": auc(split.test.y, scores), "accuracy": accuracy(split.test.y, scores)}

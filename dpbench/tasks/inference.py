@@ -3,11 +3,12 @@
 - ``est_error`` = ||b~ - b|| / ||b|| when the data carry the true beta (Fig. 1, 2);
 - ``relmse`` = ||X b~ - y||^2 / ||y||^2 on the test split (Table 2; in-sample when the
   loader's test split is the training data);
-- per coefficient j (models with ``stderr_``): ``coef_j``, ``bias_j`` = b~_j - b_j,
+- per coefficient j (fits with ``intervals``): ``coef_j``, ``bias_j`` = b~_j - b_j,
   ``se_j``, ``covered_j`` (b_j inside the CI), ``width_j``; the same with ``naive_`` for
-  the naive CI. Table 1's "Avg. bias", "Empirical SD", "Avg. theor. SD", "Coverage" are
-  the trial mean of bias_j, the trial SD of coef_j, the mean of se_j and of covered_j.
-- models with ``grid_coefs_`` (DP-GD tuned over a grid) also get ``grid_relmse_i`` and
+  the naive CI (``LinearFit.naive``). Table 1's "Avg. bias", "Empirical SD",
+  "Avg. theor. SD", "Coverage" are the trial mean of bias_j, the trial SD of coef_j, the
+  mean of se_j and of covered_j.
+- fits with a ``grid`` (DP-GD tuned over a grid) also get ``grid_relmse_i`` and
   ``grid_est_error_i`` per configuration i, so a report can pick the best average.
 """
 
@@ -17,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpbench.data.base import Split
-from dpbench.methods.base import Method
+from dpbench.methods.outputs import Intervals, LinearFit
 
 
 def relmse(X: NDArray, y: NDArray, coef: NDArray) -> float:
@@ -30,8 +31,8 @@ def est_error(coef: NDArray, beta: NDArray) -> float:
     return float(np.linalg.norm(coef - beta) / np.linalg.norm(beta))
 
 
-def _ci_metrics(prefix: str, coef: NDArray, ci: NDArray, se: NDArray,
-                beta: NDArray | None) -> dict[str, float]:
+def _ci_metrics(prefix: str, iv: Intervals, beta: NDArray | None) -> dict[str, float]:
+    coef, ci, se = iv.coef, iv.ci, iv.stderr
     out: dict[str, float] = {}
     for j in range(coef.size):
         out[f"{prefix}coef_{j}"] = float(coef[j])
@@ -43,19 +44,18 @@ def _ci_metrics(prefix: str, coef: NDArray, ci: NDArray, se: NDArray,
     return out
 
 
-def evaluate(model: Method, split: Split) -> dict[str, float]:
+def evaluate(model: LinearFit, split: Split) -> dict[str, float]:
     """Estimation error, RelMSE and CI metrics of a fitted linear model."""
-    coef = np.asarray(model.coef_)
+    coef = np.asarray(model.coef)
     beta = split.train.truth.get("beta")
     out = {"relmse": relmse(split.test.X, split.test.y, coef)}
     if beta is not None:
         out["est_error"] = est_error(coef, np.asarray(beta))
-    if getattr(model, "stderr_", None) is not None:
-        out.update(_ci_metrics("", coef, model.ci_, model.stderr_, beta))
-    if getattr(model, "naive_stderr_", None) is not None:
-        out.update(_ci_metrics("naive_", model.naive_coef_, model.naive_ci_,
-                               model.naive_stderr_, beta))
-    grid = getattr(model, "grid_coefs_", None)
+    if model.intervals is not None:
+        out.update(_ci_metrics("", model.intervals, beta))
+    if model.naive is not None:
+        out.update(_ci_metrics("naive_", model.naive, beta))
+    grid = model.grid
     if grid is not None:
         for i, g in enumerate(grid):
             ok = bool(np.all(np.isfinite(g)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpbench.data.base import Split
-from dpbench.methods.base import Method
+from dpbench.methods.outputs import LinearFit
 
 
 def mse(y_true: np.ndarray, y_pred: np.ndarray) -> float:
@@ -13,7 +13,7 @@ def mse(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     return float(np.mean((np.asarray(y_true) - np.asarray(y_pred)) ** 2))
 
 
-def evaluate(model: Method, split: Split) -> dict[str, float]:
+def evaluate(model: LinearFit, split: Split) -> dict[str, float]:
     """Test MSE (the DD-SSP paper's Fig. 3a metric) and train MSE of a linear model."""
     return {
         "mse": mse(split.test.y, model.predict(split.test.X)),

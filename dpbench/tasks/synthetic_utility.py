@@ -1,6 +1,6 @@
 """Downstream utility of synthetic data (BinAgg paper, Table 3): train on synthetic, test on real.
 
-The model must expose ``synthetic_ = (X, y)`` in the data's encoding. Four regressors as in
+The method's output is a ``SyntheticTable`` (X, y) in the data's encoding. Four regressors as in
 the paper: XGBoost, random forest, SVR, MLP (MLP skipped when the real training set has
 fewer than 500 rows, as the paper says). Library defaults, ``random_state=0``. Choices the
 paper does not state (documented in docs/binagg.md): SVR and MLP standardise the features
@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpbench.data.base import Split
-from dpbench.methods.base import Method
+from dpbench.methods.outputs import SyntheticTable
 
 FIT_CAP = 5000
 MLP_MIN_ROWS = 500
@@ -49,13 +49,13 @@ def _capped(X: NDArray, y: NDArray) -> tuple[NDArray, NDArray]:
     return X[idx], y[idx]
 
 
-def evaluate(model: Method, split: Split) -> dict[str, float]:
+def evaluate(model: SyntheticTable, split: Split) -> dict[str, float]:
     """Relative test MSE of four regressors trained on the model's synthetic data."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
 
-    Xs, ys = (np.asarray(a, dtype=float) for a in model.synthetic_)
+    Xs, ys = (np.asarray(a, dtype=float) for a in (model.X, model.y))
     Xt, yt = split.test.X, split.test.y
     out: dict[str, float] = {"n_synthetic": float(ys.size)}
     if ys.size < 2:

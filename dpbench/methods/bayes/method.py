@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Self
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -11,7 +12,7 @@ from numpy.typing import NDArray
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
 from dpbench.methods.bayes import _jax, models
-from dpbench.methods.bayes.baseline import BaselineSpec
+from dpbench.methods.bayes.baseline import BaselineSpec, nonprivate_posterior
 from dpbench.methods.bayes.mle import mle
 from dpbench.methods.bayes.moments import build_program
 from dpbench.methods.bayes.release import (
@@ -22,12 +23,14 @@ from dpbench.methods.bayes.release import (
     release,
 )
 from dpbench.methods.bayes.sampling import Draws, Settings, sample
+from dpbench.methods.outputs import LinearFit, PosteriorDraws
 from dpbench.privacy.accountant import Accountant
 
 #: the paper's choices per GLM: (sampler, theta prior, Sigma prior)
 PAPER_DEFAULTS = {"logistic": ("nuts", "norm_truncated", "lkj"),
                   "poisson": ("mh", "normal", "inverse_wishart")}
 NORM_BOUND_RULES = ("nonprivate", "truth")
+T = TypeVar("T")
 QUANTILE_LEVELS = np.round(np.linspace(0.01, 0.99, 99), 2)
 
 
@@ -45,6 +48,13 @@ class NoiseAwareGLM(LinearModel):
     """
 
     accounting = "gdp"
+    serves = frozenset({"posterior"})
+    produces = (PosteriorDraws, LinearFit)
+
+    @classmethod
+    def data_required(cls, params: Mapping[str, Any]) -> frozenset[str]:
+        """``norm_bound_sq: truth`` reads the true theta (simulated data only)."""
+        return frozenset({"truth"}) if params.get("norm_bound_sq") == "truth" else frozenset()
 
     def __init__(self, glm: str = "logistic", *, R: float = 1.0, R_y: float = 5.0,
                  outside: str = "drop", sampler: str | None = None, num_warmup: int = 1000,
@@ -79,6 +89,8 @@ class NoiseAwareGLM(LinearModel):
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
         p = self.params
         X, y = self.bounded(data)
+        self.bounded_ = (X, y)
+        self.baseline_: Draws | None = None
         self.prior_ = models.Prior(theta=p["theta_prior"], norm_rule=p["norm_rule"],
                                    sigma=p["sigma_prior"])
         self.norm_bound_sq_ = self.norm_bound_for(data, X, y)
@@ -125,9 +137,18 @@ class NoiseAwareGLM(LinearModel):
         """How to compute the matching non-private posterior (same prior and sampler)."""
         return BaselineSpec(self.params["glm"], self.prior_, self.norm_bound_sq_, self.settings)
 
-    def attach_baseline(self, draws: Draws) -> None:
-        """Keep the matching non-private posterior's summary for ``info()`` (set by the task)."""
-        self.baseline_ = draws
+    def output(self, kind: type[T]) -> T:
+        if kind is PosteriorDraws:
+            return PosteriorDraws(self.samples_, np.asarray(self.draws_.rhat),  # type: ignore
+                                  reference=self.reference)
+        return super().output(kind)
+
+    def reference(self) -> PosteriorDraws:
+        """The matching non-private posterior of the training records (computed once, cached
+        through the trial's artifact store; kept for ``info()``'s quantiles)."""
+        if self.baseline_ is None:
+            self.baseline_ = nonprivate_posterior(*self.bounded_, self.baseline_spec())
+        return PosteriorDraws(self.baseline_.flat, np.asarray(self.baseline_.rhat))
 
     # -- reporting -----------------------------------------------------------------
     def info(self) -> dict[str, Any]:

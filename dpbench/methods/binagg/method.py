@@ -30,6 +30,7 @@ from dpbench.methods.binagg.aggregate import (
 )
 from dpbench.methods.binagg.privtree import WIDTH_RULES, privtree
 from dpbench.methods.binagg.synthetic import SyntheticData, aggregate, draw_synthetic
+from dpbench.methods.outputs import LinearFit, SyntheticTable
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.conversions import gdp_to_pure
 
@@ -62,6 +63,7 @@ class BinAgg(LinearModel):
     """
 
     accounting = "gdp"
+    requires = frozenset({"x_range"})
 
     def __init__(self, ratios: tuple[float, ...] = (1, 3, 3, 3), theta: float = 0.0,
                  fanout: int = 2, min_count: float = 2, correction: str = "average",
@@ -149,6 +151,9 @@ class BinAggSynth(BinAgg):
     ``clip_output`` clips synthetic records to the public box (an option; the
     paper does not clip).
     """
+
+    serves = frozenset({*BinAgg.serves, "synthetic_utility"})
+    produces = (LinearFit, SyntheticTable)
 
     def __init__(self, clip_output: bool = False, **params: Any) -> None:
         super().__init__(**params)

@@ -157,6 +157,12 @@ class DPSGD(LinearModel):
     """DP-SGD over a hyperparameter grid; see the module docstring."""
 
     accounting = "approx"
+    serves = frozenset({"classification", "regression"})
+
+    @classmethod
+    def tasks_served(cls, params: Mapping[str, Any]) -> frozenset[str]:
+        """Logistic loss: classification; squared loss: regression (Fig. 3a's DP-SGD)."""
+        return frozenset({"regression" if params.get("loss") == "squared" else "classification"})
 
     def __init__(self, loss: str = "logistic", mode: str = "realistic",
                  grid: Mapping[str, Sequence[Any]] | None = None,

@@ -72,6 +72,7 @@ class ObjPert(LinearModel):
     """Generalised objective perturbation for logistic regression (Alg. 6, r = 0, F = R^d)."""
 
     accounting = "approx"
+    serves = frozenset({"classification"})
 
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
         check_row_norms(data.X, data.x_bound)
@@ -91,7 +92,8 @@ class ObjPert(LinearModel):
         # the histogram travels as a JSON string: the results frame keeps scalar info only
         return {"ridge": self.ridge_, "noise_sd": self.sigma_,
                 "margin_frac_within_6": self.margin_in_6_,
-                "margin_hist": json.dumps(self.margin_counts_)}
+                "margin_hist": json.dumps(self.margin_counts_),
+                "margin_edges": json.dumps(MARGIN_EDGES.tolist())}
 
 
 def margin_histogram(margins: NDArray) -> list[int]:

@@ -21,6 +21,7 @@ class PublicLogistic(LinearModel):
     """
 
     private = False
+    serves = frozenset({"classification"})
 
     def __init__(self, max_iter: int = 1000) -> None:
         if max_iter < 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,15 @@ class MarginalMethod(LinearModel):
     """
 
     accounting = "zcdp"
+    serves = frozenset({"regression", "inference", "classification"})
+    requires = frozenset({"discrete"})
+
+    @classmethod
+    def tasks_served(cls, params: Mapping[str, Any]) -> frozenset[str]:
+        """A linear model serves regression and inference, a logistic one classification."""
+        if params.get("model", "linear") == "logistic":
+            return frozenset({"classification"})
+        return frozenset({"regression", "inference"})
 
     def __init__(self, model: str = "linear", mechanism: str = "aim",
                  workload: str = "all_pairs", **mechanism_params: Any) -> None:

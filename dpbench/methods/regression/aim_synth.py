@@ -11,18 +11,28 @@ without intercept (scikit-learn L-BFGS, labels as given by the encoding).
 
 from __future__ import annotations
 
-from typing import Self
+from collections.abc import Mapping
+from typing import Any, Self
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
 from dpbench.data.base import TabularData
+from dpbench.methods.outputs import LinearFit, SyntheticTable
 from dpbench.methods.regression._marginal import MarginalMethod
 from dpbench.privacy.accountant import Accountant
 
 
 class AIMSynth(MarginalMethod):
     """Synthetic-data regression from an AIM (or MST) release; see the module docstring."""
+
+    serves = frozenset({*MarginalMethod.serves, "synthetic_utility"})
+    produces = (LinearFit, SyntheticTable)
+
+    @classmethod
+    def tasks_served(cls, params: Mapping[str, Any]) -> frozenset[str]:
+        """As the fitted model's kind, plus the synthetic rows' downstream utility."""
+        return MarginalMethod.tasks_served(params) | {"synthetic_utility"}
 
     def __init__(self, model: str = "linear", mechanism: str = "aim",
                  workload: str = "all_pairs", synth_rows: int | None = None,
