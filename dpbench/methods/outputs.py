@@ -1,0 +1,82 @@
+"""What a fitted method hands to a task: small typed value objects (one per output kind).
+
+A method declares the kinds it produces (``Method.produces``) and returns them from
+``Method.output(kind)``; a task declares the one kind it consumes (``Task.needs``). Tasks
+never read a method's attributes, so any method producing a kind can be scored by every
+task that needs it (an arena is the cross product).
+
+- :class:`LinearFit`: a linear score ``X @ coef`` (no intercept), optionally with
+  confidence intervals, a naive comparison interval and a tuning grid's coefficients;
+- :class:`SyntheticTable`: synthetic records in the data's encoding;
+- :class:`PosteriorDraws`: posterior draws of the coefficients and a callable giving the
+  matching non-private reference posterior;
+- :class:`QueryAnswers`: answers to a workload of counting queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+@dataclass(frozen=True)
+class Intervals:
+    """Per-coefficient point estimate, standard error and (lower, upper) interval."""
+
+    coef: NDArray       # (d,)
+    stderr: NDArray     # (d,)
+    ci: NDArray         # (d, 2)
+
+
+@dataclass(frozen=True)
+class LinearFit:
+    """A linear model's coefficients; ``decision_function`` / ``predict`` score new rows.
+
+    ``intervals``: the method's CIs (inference); ``naive``: a comparison CI that ignores
+    the privacy noise; ``grid``: (k, d) coefficients of every configuration a tuned method
+    tried (a report can then pick the best average in hindsight).
+    """
+
+    coef: NDArray
+    intervals: Intervals | None = None
+    naive: Intervals | None = None
+    grid: NDArray | None = None
+
+    def decision_function(self, X: NDArray) -> NDArray:
+        return np.asarray(X) @ np.asarray(self.coef)
+
+    def predict(self, X: NDArray) -> NDArray:
+        return self.decision_function(X)
+
+
+@dataclass(frozen=True)
+class SyntheticTable:
+    """Synthetic records (X, y) in the encoding of the real data."""
+
+    X: NDArray
+    y: NDArray
+
+
+@dataclass(frozen=True)
+class PosteriorDraws:
+    """Draws (S, d) of theta and their R-hat per coordinate; ``reference()`` returns the
+    matching non-private posterior (same data, prior and sampler) as another
+    PosteriorDraws (its own ``reference`` unset)."""
+
+    samples: NDArray
+    rhat: NDArray
+    reference: Callable[[], PosteriorDraws] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class QueryAnswers:
+    """Normalised answers to the workload named ``workload`` (one per query, in order)."""
+
+    answers: NDArray
+    workload: str
+
+
+OUTPUT_KINDS: tuple[type, ...] = (LinearFit, SyntheticTable, PosteriorDraws, QueryAnswers)

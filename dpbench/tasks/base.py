@@ -1,0 +1,55 @@
+"""The task contract: how a method's output is scored, in one place.
+
+A :class:`Task` names the output kind it consumes (``needs``, from
+``dpbench.methods.outputs``), the data capabilities it requires, its parameters with
+their defaults (an experiment's ``task_params`` override them and enter the trial key),
+its metrics, its primary metric and whether higher is better (reports rank by the primary
+metric; claims use the direction). ``evaluate(output, split, **params)`` returns
+``{metric: float}``; metric names ending in ``*`` in ``metrics`` stand for a family
+(``coef_*``: one per coefficient).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from dpbench.data.base import Split
+
+Evaluate = Callable[..., dict[str, float]]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One way of scoring a fitted method (see the module docstring)."""
+
+    name: str
+    needs: type
+    evaluate: Evaluate
+    metrics: tuple[str, ...]
+    primary: str
+    higher_is_better: bool
+    requires: frozenset[str] = frozenset()
+    params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        if self.primary not in self.metrics:
+            raise ValueError(f"task {self.name!r}: primary metric {self.primary!r} is not "
+                             f"among its metrics {self.metrics}")
+
+    def resolve_params(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Defaults overridden by ``given``; an unknown name is a one-line ValueError."""
+        unknown = sorted(set(given) - set(self.params))
+        if unknown:
+            raise ValueError(f"task {self.name!r} has no parameter {unknown[0]!r}; valid: "
+                             f"{', '.join(sorted(self.params)) or '(none)'}")
+        return {**self.params, **given}
+
+    def score(self, output: Any, split: Split, params: Mapping[str, Any]) -> dict[str, float]:
+        """``evaluate`` on an output of the kind this task needs."""
+        if not isinstance(output, self.needs):
+            raise TypeError(f"task {self.name!r} needs a {self.needs.__name__}, got "
+                            f"{type(output).__name__}")
+        return self.evaluate(output, split, **self.resolve_params(params))
