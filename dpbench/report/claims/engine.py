@@ -183,14 +183,11 @@ def summary(md_path: Path) -> str:
 
 
 def _task_direction(task: Any) -> dict[str, str]:
-    """{primary metric: higher|lower} of the experiment's task, when the task says."""
+    """{primary metric: higher|lower} of the experiment's task (none without a task)."""
     from dpbench.tasks import TASKS
 
     t = TASKS.get(str(task)) if task else None
-    primary = getattr(t, "primary", None)
-    if primary is None or not hasattr(t, "higher_is_better"):
-        return {}
-    return {primary: "higher" if t.higher_is_better else "lower"}
+    return {} if t is None else {t.primary: "higher" if t.higher_is_better else "lower"}
 
 
 def build_claims(frame: pd.DataFrame, experiment: Mapping[str, Any], out: Path) -> list[Path]:

@@ -324,6 +324,12 @@ def check_trend(spec: Trend, ctx: Context) -> list[Verdict]:
     return out
 
 
+def _has(g: pd.DataFrame, template: str | None, j: int) -> bool:
+    """No template, or its column for coefficient j exists with a value."""
+    return not template or (template.format(j=j) in g
+                            and bool(g[template.format(j=j)].notna().any()))
+
+
 _STATS = {
     "mean": lambda x, y: float(np.mean(x)),
     "sd_over_mean": lambda x, y: float(np.std(x, ddof=1) / np.mean(y)),
@@ -342,7 +348,7 @@ def check_band(spec: Band, ctx: Context) -> list[Verdict]:
         if spec.methods is not None and method not in spec.methods:
             continue
         values, j = [], 0
-        while spec.column.format(j=j) in g and (not spec.other or spec.other.format(j=j) in g):
+        while _has(g, spec.column, j) and _has(g, spec.other, j):
             x = g[spec.column.format(j=j)].to_numpy(dtype=float)
             y = g[spec.other.format(j=j)].to_numpy(dtype=float) if spec.other else x
             values.append(_STATS[spec.stat](x, y))
