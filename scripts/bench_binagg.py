@@ -2,7 +2,8 @@
 
 For each offline dataset of Table 3 (80/20 split, eps = 1, delta = 1/n^1.1), times
 BinAggSynth.fit (PrivTree + aggregates + Alg. 3) in-process, single-threaded, median of
-``--repeats`` runs after one warm-up, and prints it next to the paper's laptop number.
+``--repeats`` runs after one warm-up, and prints it next to the paper's laptop number
+(papers/binagg/numbers.csv, table 5).
 Run: python scripts/bench_binagg.py [--repeats 10]
 """
 
@@ -18,7 +19,7 @@ from threadpoolctl import threadpool_limits
 from dpbench.data.uci import load_uci
 from dpbench.methods.binagg import BinAggSynth
 from dpbench.privacy import Accountant
-from dpbench.report.binagg_paper import PAPER_ID, TABLE5
+from dpbench.report.kinds.paper_table import Paper, read_numbers
 
 DATASETS = ["intrusion_proxy", "liver", "abalone", "parkinsons", "wine", "airquality",
             "appliances"]
@@ -28,6 +29,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=10)
     args = ap.parse_args()
+    table5 = Paper(read_numbers("binagg"), "5")
     print(f"{'dataset':<18}{'n_train':>8}{'ours (s)':>11}{'paper (s)':>11}")
     with threadpool_limits(limits=1):
         for name in DATASETS:
@@ -44,7 +46,8 @@ def main() -> None:
                 t0 = time.perf_counter()
                 fit(r + 1)
                 times.append(time.perf_counter() - t0)
-            paper = TABLE5.get(PAPER_ID[f"binagg_{name}"], {}).get("BinAgg")
+            paper = table5.value(f"binagg_{name}_split", "binagg_synth", "fit_s", "mean_se",
+                                 proxies=True)[0]
             note = " (proxy data)" if name.endswith("proxy") else ""
             print(f"{name:<18}{split.train.n:>8}{statistics.median(times):>11.4f}"
                   f"{paper if paper is not None else float('nan'):>11.4f}{note}")

@@ -15,7 +15,8 @@ from dpbench.data.uci import load_uci, read_table
 from dpbench.methods.outputs import Intervals, LinearFit
 from dpbench.methods.real_data import RealData
 from dpbench.privacy import Accountant
-from dpbench.report import binagg as report
+from dpbench.report.kinds import KINDS
+from dpbench.runner.grid import load_entry
 from dpbench.tasks import TASKS, inference
 
 # paper Table 4 sizes (n, d); D1 is the labelled proxy with the same shape
@@ -97,7 +98,7 @@ def test_synthetic_utility_original_learns_a_linear_signal() -> None:
     assert m["relmse"] < 0.2                      # 1 - R^2 of good regressors on y = Xb + e
 
 
-def test_table1_report_verdicts_from_a_known_frame(tmp_path) -> None:
+def test_table1_spec_compares_with_the_printed_numbers(tmp_path) -> None:
     R = 1000
     rng = np.random.default_rng(0)
     rows = []
@@ -110,12 +111,16 @@ def test_table1_report_verdicts_from_a_known_frame(tmp_path) -> None:
                         f"covered_{j}": float(abs(err) <= 1.96 * 0.25),
                         f"naive_covered_{j}": float(abs(err) <= 1.96 * 0.1)})
         rows.append(row)
-    paths = report.build(pd.DataFrame(rows), {"name": "t1", "table": "table1"}, tmp_path)
+    fig = {"name": "t1", "paper": "binagg", **load_entry("figure", "binagg_table1")}
+    paths = KINDS[fig["kind"]](pd.DataFrame(rows), fig, tmp_path)
     md = paths[0].read_text()
-    assert "every coefficient: yes" in md and "clearly below (>= 0.10 lower): yes" in md
-    assert "theoretical SD: yes" in md and paths[1].read_text().startswith("% Table 1")
-    with pytest.raises(ValueError, match="valid"):
-        report.build(pd.DataFrame(rows), {"name": "x", "table": "table4"}, tmp_path)
+    assert paths[0].name == "t1_binagg_sim.md" and paths[1].read_text().startswith("% Table 1")
+    assert "| coef | Avg. bias | Empirical SD |" in md and "- 1000 replications;" in md
+    # every coefficient's row carries the paper's printed theoretical SD and coverage
+    for j, (sd, cov) in enumerate([("0.255", "0.953"), ("0.268", "0.950"), ("0.271", "0.947"),
+                                   ("0.307", "0.947"), ("0.521", "0.957")]):
+        line = next(ln for ln in md.splitlines() if ln.startswith(f"| β{j + 1} |"))
+        assert f"0.250 ± 0.000 / {sd} (" in line and f" / {cov} (" in line
 
 
 def test_discretised_codes_decode_to_their_bin() -> None:

@@ -1,14 +1,15 @@
 """From stored records to one tidy results frame, and the one mean +- s.e. (pandas).
 
 Every figure kind and claim kind reads this frame: one row per ok trial with the spec's
-columns (dataset, method, epsilon, trial, labels, swept parameters as ``dataset.<p>`` /
-``method.<p>``), the task's metrics, ``info.<k>`` and ``privacy.<k>``.
+columns (dataset, method, epsilon, trial, labels, every scalar parameter as
+``dataset.<p>`` / ``method.<p>``), the task's metrics, ``info.<k>`` and ``privacy.<k>``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,14 +35,20 @@ def results_frame(specs: Sequence[TrialSpec], store: ResultStore,
                "trial": s.trial, "n_train": rec.get("n_train"), "fit_s": rec["timing"]["fit_s"],
                "wall_s": rec.get("wall_s"), "peak_rss_mb": rec.get("peak_rss_mb"),
                "peak_mem_mb": rec.get("peak_mem_mb")}
-        row.update({f"dataset.{k}": v for k, v in s.meta.get("dataset_sweep", {}).items()})
-        row.update({f"method.{k}": v for k, v in s.meta.get("method_sweep", {}).items()})
+        row.update(_scalars("dataset", s.dataset_params))
+        row.update(_scalars("method", s.method_params))
         row.update(rec.get("metrics", {}))
         row.update({f"info.{k}": v for k, v in (rec.get("info") or {}).items()
                     if isinstance(v, int | float | str | bool) or v is None})
         row.update({f"privacy.{k}": v for k, v in rec["privacy"].items() if k != "charges"})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _scalars(axis: str, params: dict) -> dict[str, object]:
+    """``<axis>.<p>`` for every scalar parameter (swept or fixed); lists and maps are left out."""
+    return {f"{axis}.{k}": v for k, v in params.items()
+            if isinstance(v, int | float | str | bool) or v is None}
 
 
 def summarise(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -63,3 +70,20 @@ def mean_se(values: pd.Series | np.ndarray) -> tuple[float, float, int]:
         return math.nan, math.nan, 0
     se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan
     return float(v.mean()), se, int(v.size)
+
+
+def select(frame: pd.DataFrame, where: Mapping[str, Any] | None = None,
+           fill: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """The rows whose columns match ``where`` ({column: value or list of values}), after
+    filling the missing values of ``fill``'s columns ({column: default}, e.g. a parameter a
+    dataset yaml leaves at its loader's default). A ``where`` column the frame lacks
+    matches nothing."""
+    out = frame
+    if fill:
+        out = out.assign(**{c: (out[c].fillna(v) if c in out else v) for c, v in fill.items()})
+    for col, want in (where or {}).items():
+        if col not in out:
+            return out.iloc[0:0]
+        values = list(want) if isinstance(want, list | tuple) else [want]
+        out = out[out[col].isin(values)]
+    return out

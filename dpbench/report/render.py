@@ -35,6 +35,13 @@ def _cell(mean: float, se: float, digits: int) -> str:
     return f"{mean:.{digits}g}" if math.isnan(se) else f"{mean:.{digits}g} ± {se:.2g}"
 
 
+def fixed_cell(mean: float, se: float, digits: int = 3) -> str:
+    """``mean ± se`` with ``digits`` fixed decimals (``mean`` alone without a finite se)."""
+    if not math.isfinite(mean):
+        return "—"
+    return f"{mean:.{digits}f}" if not math.isfinite(se) else f"{mean:.{digits}f} ± {se:.{digits}f}"
+
+
 def wide_table(summary: pd.DataFrame, digits: int = 4) -> dict[str, pd.DataFrame]:
     """Per dataset label: a frame with one row per method label and one column per epsilon."""
     out = {}

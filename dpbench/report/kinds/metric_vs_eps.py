@@ -1,12 +1,13 @@
-"""Figure builders. ``FIGURE_KINDS[kind](frame, fig, out_dir) -> written paths``.
+"""``metric_vs_eps``: mean metric +- 1 s.e. over trials vs the privacy budget, one panel per
+dataset, one line per method; with its Markdown/LaTeX table of the same numbers.
 
-Figures are drawn only from stored results. PNG and PDF are written with fixed
-metadata, so the same results give byte-identical files.
+Keys: ``metric`` (frame column, required), ``ylabel`` (default: the metric), ``logx``
+(default true), ``logy`` (default false), ``table`` (write .md/.tex, default true),
+``title``, ``note`` (printed under the figure and in the table).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +18,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from dpbench.report import bayesglm, binagg  # noqa: E402
-from dpbench.report.ddssp_figures import objpert_margins  # noqa: E402
 from dpbench.report.frame import summarise  # noqa: E402
 from dpbench.report.render import save, write_tables  # noqa: E402
 
 UNIT_SYMBOL = {"epsilon": r"$\varepsilon$", "mu": r"$\mu$ (GDP)", "rho": r"$\rho$ (zCDP)"}
-
-
 MARKERS = "osD^vx+<>p"
-
 
 
 def metric_vs_eps(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
@@ -44,7 +40,7 @@ def metric_vs_eps(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[P
     ncol = min(len(dlabels), 4)
     nrow = int(np.ceil(len(dlabels) / ncol))
     f, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol + 1.8, 3.4 * nrow), squeeze=False)
-    # one marker per method, so curves that coincide (e.g. DD-SSP and AIM-Synth) stay visible
+    # one marker per method, so curves that coincide stay visible
     marker = {m: MARKERS[i % len(MARKERS)] for i, m in enumerate(sorted(private))}
     for ax, dlabel in zip(axes.flat, dlabels, strict=False):
         part = summary[summary["dataset_label"] == dlabel]
@@ -73,13 +69,3 @@ def metric_vs_eps(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[P
         title = f"{fig.get('title', fig['name'])}: {fig.get('ylabel', metric)} (mean ± s.e.)"
         paths += write_tables(summary, out / fig["name"], title, unit, note=fig.get("note"))
     return paths
-
-
-Builder = Callable[[pd.DataFrame, dict[str, Any], Path], list[Path]]
-
-FIGURE_KINDS: dict[str, Builder] = {
-    "metric_vs_eps": metric_vs_eps,
-    "objpert_margins": objpert_margins,
-    "binagg": binagg.build,
-    "posterior_ecdf": bayesglm.posterior_ecdf, "posterior_density": bayesglm.posterior_density,
-}

@@ -1,0 +1,293 @@
+"""``paper_table``: our numbers next to a paper's printed numbers, "ours ± s.e. / paper (z)".
+
+The paper's numbers are ``papers/<paper>/numbers.csv`` (found by ``dpbench.roots``), one
+printed number a row: ``table, dataset, method, metric, stat, epsilon, value, digits,
+comparable, note``, keyed by our dataset and method ids; ``digits`` is the number of
+printed decimals; ``comparable: false`` marks a stand-in (proxy) dataset: its row is shown
+with ``[PROXY, not comparable]`` and no paper value. ``epsilon`` and ``note`` document the
+number (lookups match table, dataset, method, metric and stat).
+
+z = (ours - paper) / sqrt(se^2 + r^2), r = 10^-digits / sqrt(12) the sd of the paper's
+rounding, so a deterministic result (se = 0) matching the printed value has |z| <= 1.7.
+
+Spec keys:
+
+- ``paper`` (the experiment's paper), ``table`` (the ``table`` value in numbers.csv),
+  ``caption`` (the table title; ``{label}`` is the ``per`` group's label), ``notes``
+  (lines under the table; ``{trials}`` is the number of rows of the group).
+- ``per``: a column (e.g. ``method``): one table per value, written as ``<name>_<value>``.
+- ``methods``: only these methods enter the table.
+- ``rows``: ``dataset`` (default), ``[dataset, method]`` or ``index``. With ``index``,
+  ``index: {count: <metric template with {i}>, label: <template with {i} / {n} = i + 1>}``
+  gives one row per i (the column metrics hold ``{i}``). With ``[dataset, method]``:
+  ``keep`` (methods always shown; the others only where the paper has a number),
+  ``order`` (a column sorting the rows within a dataset), ``row_cells`` (extra label cells,
+  each ``{column, format}``). ``row_headers``: the label columns' headers (default
+  ``[dataset]``). Rows without any trial are left out.
+- ``columns``: a list, each with ``metric`` and ``stat`` (default ``mean_se``), ``method``
+  (the rows of that method; a column whose method has no rows is left out unless
+  ``always: true``), ``paper_method`` (the numbers.csv method, default ``method``),
+  ``paper_stat`` (default ``stat``), ``header`` (``{label}`` = the method's label;
+  default the label), ``digits`` (our fixed decimals, default 3), ``format`` (the cell
+  from ``{ours}``, ``{paper}``, ``{z}``, ``{at}``, ``{paper_at}``), ``format_nopaper``
+  (the format when the paper has no number), or ``others: true`` (one ``mean_se`` column
+  per method no other column names, sorted, with this entry's metric and digits).
+
+Stats: ``mean_se`` (mean ± s.e. over trials); ``sd`` (sd over trials ± sd/sqrt(2(n-1)));
+``coverage`` (mean of a 0/1 column ± binomial s.e. at the mean of ours and the paper's);
+``best_over`` (the best, i.e. lowest, mean: over the metric columns starting with
+``prefix``, or over the groups of column ``over``; ``{at}`` is the best column suffix or
+value, ``{paper_at}`` the ``over`` value of the paper row's method); ``median_iqr``
+(median [q25, q75], plus the count above ``count_above`` if given); ``min_max_median``
+(min / max / median; the paper's from its ``min``, ``max`` and ``median`` rows);
+``ranking`` (the ``mean_se`` columns' method labels, lowest mean first).
+Default formats: ``{ours} / {paper} ({z})`` for mean_se, sd, coverage; ``{ours}`` else.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpbench.report.frame import mean_se
+from dpbench.report.render import fixed_cell, write_table
+
+PROXY = " [PROXY, not comparable]"
+COMPARED = ("mean_se", "sd", "coverage")
+MIN_MAX_MEDIAN = ("min", "max", "median")
+
+
+def zscore(ours: float, se: float, paper: float | None, digits: int = 3) -> str:
+    """(ours - paper) / sqrt(se^2 + r^2), r = sd of the paper's rounding to ``digits``
+    printed decimals (uniform over one unit of the last digit: unit / sqrt(12))."""
+    if paper is None or not (math.isfinite(ours) and math.isfinite(se)):
+        return "—"
+    denom = math.sqrt(se**2 + (10.0**-digits) ** 2 / 12)
+    return f"{(ours - paper) / denom:+.1f}"
+
+
+def printed(paper: float | None, digits: int = 3) -> str:
+    """A paper value as printed (fixed decimals), or a dash."""
+    return "—" if paper is None else f"{paper:.{digits}f}"
+
+
+def read_numbers(paper: str) -> pd.DataFrame:
+    """``papers/<paper>/numbers.csv`` with value as float, digits as int, comparable as bool."""
+    from dpbench.roots import paper_dir
+
+    nums = pd.read_csv(paper_dir(paper) / "numbers.csv", dtype=str, keep_default_na=False)
+    return nums.assign(value=nums["value"].astype(float), digits=nums["digits"].astype(int),
+                       comparable=nums["comparable"].str.lower().isin(["true", "1", "yes"]))
+
+
+class Paper:
+    """One table's printed numbers: lookups by (dataset, method, metric, stat)."""
+
+    def __init__(self, numbers: pd.DataFrame, table: str) -> None:
+        self.rows = numbers[numbers["table"] == str(table)]
+
+    def proxy(self, dataset: str) -> bool:
+        mine = self.rows[self.rows["dataset"] == dataset]
+        return bool(len(mine)) and not bool(mine["comparable"].all())
+
+    def find(self, dataset: str, method: str | None, metric: str, stat: str,
+             proxies: bool = False) -> pd.DataFrame:
+        """The comparable rows (with ``proxies``: the not comparable ones too)."""
+        r = self.rows
+        hit = r[(r["dataset"] == dataset) & (r["metric"] == metric) & (r["stat"] == stat)
+                & (r["comparable"] | proxies)]
+        return hit if method is None else hit[hit["method"] == method]
+
+    def value(self, dataset: str, method: str | None, metric: str, stat: str,
+              proxies: bool = False) -> tuple[float | None, int, str | None]:
+        """The printed value, its digits and the row's method (None, 3, None if absent)."""
+        hit = self.find(dataset, method, metric, stat, proxies)
+        if hit.empty:
+            return None, 3, None
+        row = hit.iloc[0]
+        return float(row["value"]), int(row["digits"]), str(row["method"])
+
+
+def _label(frame: pd.DataFrame, column: str, value: Any) -> str:
+    part = frame.loc[frame[column] == value, f"{column}_label"]
+    return str(part.iloc[0]) if len(part) else str(value)
+
+
+def _columns(frame: pd.DataFrame, spec: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The column specs with ``others`` expanded and absent methods left out."""
+    named = {c["method"] for c in spec if "method" in c}
+    present = set(frame["method"])
+    out: list[dict[str, Any]] = []
+    for c in spec:
+        if c.get("others"):
+            base = {k: v for k, v in c.items() if k != "others"}
+            out += [{**base, "method": m} for m in sorted(present - named)]
+        elif "method" not in c or c["method"] in present or c.get("always"):
+            out.append(dict(c))
+    for c in out:
+        if "header" not in c:
+            c["header"] = "{label}"
+        c["header"] = c["header"].replace("{label}", _label(frame, "method", c["method"])
+                                          if "method" in c else "")
+    return out
+
+
+def _binom_se(p: float, paper: float | None, n: int) -> float:
+    """Binomial s.e. of a coverage, at the mean of ours and the paper's (finite at 0 or 1)."""
+    q = p if paper is None else (p + paper) / 2
+    return math.sqrt(max(q * (1 - q), 0.25 / n) / n)
+
+
+def _cell(rows: pd.DataFrame, col: dict[str, Any], ctx: dict[str, Any], paper: Paper,
+          means: dict[str, float]) -> str:
+    """One cell: our statistic over ``rows``, the paper's number and z, by ``col['format']``."""
+    stat, digits = col.get("stat", "mean_se"), int(col.get("digits", 3))
+    metric = str(col.get("metric", "")).format(**ctx)
+    method = col.get("paper_method", col.get("method", ctx.get("method")))
+    pstat = col.get("paper_stat", stat)
+    p, pdigits, pmethod = (paper.value(ctx["dataset"], method, metric, pstat)
+                           if stat not in ("min_max_median", "ranking") else (None, 3, None))
+    fields: dict[str, Any] = {"at": "", "paper_at": "", "paper": printed(p, pdigits)}
+    m, se = math.nan, math.nan
+    if stat == "ranking":
+        ranked = sorted((v, k) for k, v in means.items() if math.isfinite(v))
+        fields["ours"] = " < ".join(k for _, k in ranked)
+    elif stat == "min_max_median":
+        k = rows[metric].astype(float) if metric in rows else pd.Series(dtype=float)
+        fields["ours"] = (f"{k.min():.0f} / {k.max():.0f} / {k.median():.0f}" if len(k)
+                          else "—")
+        parts = [paper.value(ctx["dataset"], method, metric, s) for s in MIN_MAX_MEDIAN]
+        if all(v is not None for v, _, _ in parts):
+            fields["paper"] = " / ".join(printed(v, d) for v, d, _ in parts)
+        else:
+            p = None
+    elif stat == "median_iqr":
+        v = rows[metric].to_numpy(dtype=float) if metric in rows else np.array([])
+        text = (f"{np.median(v):.{digits}f} [{np.quantile(v, 0.25):.{digits}f}, "
+                f"{np.quantile(v, 0.75):.{digits}f}]") if v.size else "—"
+        if v.size and "count_above" in col:
+            text += f", {int(np.sum(v > float(col['count_above'])))}"
+        fields["ours"] = text
+    elif stat == "best_over" and "prefix" in col:
+        cols = [c for c in rows.columns if c.startswith(col["prefix"])]
+        grid = rows[cols].mean(skipna=False) if cols else pd.Series(dtype=float)
+        if grid.notna().any():
+            best = str(grid.idxmin())
+            m, se, _ = mean_se(rows[best])
+            fields["at"] = best[len(col["prefix"]):]
+    elif stat == "best_over":
+        over = col["over"]
+        groups = {v: g[metric] for v, g in rows.groupby(over, sort=True)} if len(rows) else {}
+        if groups:
+            best = min(groups, key=lambda v: mean_se(groups[v])[0])
+            m, se, _ = mean_se(groups[best])
+            fields["at"] = f"{best:g}"
+        if pmethod is not None:
+            at = ctx["frame"].loc[ctx["frame"]["method"] == pmethod, over]
+            fields["paper_at"] = f"{at.iloc[0]:g}" if len(at) else pmethod
+    elif stat == "sd":
+        v = rows[metric]
+        m = float(np.std(v, ddof=1))
+        se = m / math.sqrt(2 * (len(v) - 1))
+    elif stat == "coverage":
+        m = float(rows[metric].mean())
+        se = _binom_se(m, p, len(rows))
+    elif stat == "mean_se":
+        m, se, _ = mean_se(rows[metric]) if metric in rows else (math.nan, math.nan, 0)
+        if "method" in col:
+            means[_label(rows, "method", col["method"]) if len(rows) else col["method"]] = m
+    else:
+        raise ValueError(f"paper_table: unknown stat {stat!r}")
+    if "ours" not in fields:
+        fields["ours"] = fixed_cell(m, se, digits)
+        fields["z"] = zscore(m, se, p, pdigits)
+    fields.setdefault("z", "—")
+    default = "{ours} / {paper} ({z})" if stat in COMPARED else "{ours}"
+    fmt = col.get("format_nopaper", col.get("format", default)) if p is None \
+        else col.get("format", default)
+    return fmt.format(**fields)
+
+
+def _paper_stats(col: Mapping[str, Any]) -> tuple[str, ...]:
+    """The numbers.csv stats a column compares with."""
+    stat = col.get("paper_stat", col.get("stat", "mean_se"))
+    return MIN_MAX_MEDIAN if stat == "min_max_median" else (stat,)
+
+
+def _row_keys(frame: pd.DataFrame, fig: dict[str, Any], paper: Paper,
+              columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row's context: dataset (and method or index i), in the frame's order."""
+    rows = fig.get("rows", "dataset")
+    datasets = list(pd.unique(frame["dataset"]))
+    if rows == "index":
+        template = fig["index"]["count"]
+        pattern = re.escape(template).replace(re.escape("{i}"), r"\d+")
+        n = sum(1 for c in frame.columns if re.fullmatch(pattern, c))
+        return [{"dataset": d, "i": i, "n": i + 1} for d in datasets for i in range(n)]
+    if rows == "dataset" or rows == ["dataset"]:
+        return [{"dataset": d} for d in datasets]
+    if list(rows) != ["dataset", "method"]:
+        raise ValueError(f"paper_table rows={rows!r}; valid: dataset, [dataset, method], index")
+    keep, order = set(fig.get("keep", [])), fig.get("order")
+    out = []
+    for d in datasets:
+        part = frame[frame["dataset"] == d]
+        ms = [m for m in pd.unique(part["method"])
+              if m in keep or any(not paper.find(d, m, str(c.get("metric", "")), s).empty
+                                  for c in columns for s in _paper_stats(c))]
+        if order:
+            first = part.groupby("method")[order].first()
+            ms = sorted(ms, key=lambda m: first[m])
+        out += [{"dataset": d, "method": m} for m in ms]
+    return out
+
+
+def _table(frame: pd.DataFrame, fig: dict[str, Any], paper: Paper,
+           stem: Path, label: str) -> list[Path]:
+    columns = _columns(frame, fig["columns"])
+    body = []
+    for ctx in _row_keys(frame, fig, paper, columns):
+        part = frame[frame["dataset"] == ctx["dataset"]]
+        if "method" in ctx:
+            part = part[part["method"] == ctx["method"]]
+        if part.empty:
+            continue
+        ctx = {**ctx, "frame": frame}
+        if "i" in ctx:
+            cells = [fig["index"]["label"].format(**ctx)]
+        else:
+            cells = [_label(frame, "dataset", ctx["dataset"])
+                     + (PROXY if paper.proxy(ctx["dataset"]) else "")]
+        cells += [rc.get("format", "{}").format(part[rc["column"]].iloc[0])
+                  for rc in fig.get("row_cells", [])]
+        means: dict[str, float] = {}
+        for col in columns:
+            rows = part[part["method"] == col["method"]] if "method" in col else part
+            cells.append(_cell(rows, col, ctx, paper, means))
+        body.append(cells)
+    header = [*fig.get("row_headers", ["dataset"]), *[c["header"] for c in columns]]
+    ctx = {"label": label, "trials": len(frame)}
+    return write_table(stem, fig.get("caption", fig["name"]).format(**ctx), header, body,
+                       [n.format(**ctx) for n in fig.get("notes", [])])
+
+
+def paper_table(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
+    """The table (one per ``per`` value) as Markdown and LaTeX."""
+    paper = Paper(read_numbers(fig["paper"]), fig["table"])
+    if fig.get("methods"):
+        frame = frame[frame["method"].isin(fig["methods"])]
+    if frame.empty:
+        return []
+    per = fig.get("per")
+    if not per:
+        return _table(frame, fig, paper, out / fig["name"], "")
+    paths: list[Path] = []
+    for value, g in frame.groupby(per, sort=True):
+        paths += _table(g, fig, paper, out / f"{fig['name']}_{value}", _label(g, per, value))
+    return paths
