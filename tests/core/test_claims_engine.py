@@ -21,6 +21,7 @@ BASE = {"id": "c", "text": "t", "kind": "better", "a": "x", "b": "y", "metric": 
     ({"where": {"eps": "about 1"}}, "eps condition 'about 1'"),
     ({"require": "all"}, "require 'all'; valid: b, both, none"),
     ({"text": ""}, "missing 'text'"),
+    ({"kind": "competitive", "tol": "small"}, "could not convert string to float: 'small'"),
 ])
 def test_bad_claims_are_one_line_errors(change, message):
     with pytest.raises(ConfigError, match="claims: claim 'c': ") as err:

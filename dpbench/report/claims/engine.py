@@ -72,6 +72,7 @@ from dpbench.runner.grid import ConfigError
 
 STATUSES = ("PASS", "FAIL", "SKIP")
 LISTS = {"experiments", "a", "b", "metric", "methods", "method"}
+NUMBERS = {"tol", "z", "lo", "hi", "bound", "threshold"}
 TOP_KEYS = {"paper", "better", "claims"}
 
 
@@ -108,6 +109,9 @@ def parse_claim(raw: Mapping[str, Any], source: str = "claims") -> Claim:
         raise ConfigError(f"{where}: missing {missing[0]!r}")
     values = {k: (_as_list(v) if k in LISTS and v is not None else v) for k, v in raw.items()}
     try:
+        values.update({k: float(v) for k, v in raw.items() if k in NUMBERS and v is not None})
+        if raw.get("ratio") is not None:
+            values["ratio"] = [float(x) for x in raw["ratio"]]
         values["where"] = _where(raw.get("where") or {})
         claim = cls(**values)
         if getattr(claim, "require", "b") not in ("b", "both", "none"):
