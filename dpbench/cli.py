@@ -213,7 +213,8 @@ def figure_dir(cfg: DictConfig) -> Path:
 
 def figure_specs(cfg: DictConfig) -> list[dict]:
     """The experiment's figures: a ``conf/figure`` name or an inline ``{kind, name, ...}``,
-    each with the experiment's title and note."""
+    each with the experiment's title (unless the figure has its own), paper and note (the
+    experiment's note, which states its setting choices, replaces a figure's generic one)."""
     out = []
     for item in cfg.experiment.figures:
         if isinstance(item, str):
@@ -225,7 +226,7 @@ def figure_specs(cfg: DictConfig) -> list[dict]:
         fig.setdefault("title", cfg.experiment.name)
         fig.setdefault("paper", cfg.experiment.get("paper"))
         if cfg.experiment.get("note"):
-            fig.setdefault("note", str(cfg.experiment.note).strip())
+            fig["note"] = str(cfg.experiment.note).strip()
         out.append(fig)
     return out
 

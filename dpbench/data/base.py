@@ -74,6 +74,7 @@ CAPABILITIES = {
     "x_range": "public per-feature [lower, upper] boxes (box-based methods)",
     "truth": "known ground truth such as beta or theta (simulated data)",
     "binary_label": "a two-valued label (classification)",
+    "count_label": "non-negative integer labels (Poisson regression)",
 }
 
 
@@ -82,7 +83,8 @@ def capabilities(data: TabularData) -> frozenset[str]:
     have = {"discrete": data.discrete is not None and data.domain is not None
             and data.encoding is not None,
             "x_range": data.x_range is not None, "truth": bool(data.truth),
-            "binary_label": np.unique(data.y).size <= 2}
+            "binary_label": np.unique(data.y).size <= 2,
+            "count_label": bool(np.all(data.y >= 0) and np.all(np.mod(data.y, 1) == 0))}
     return frozenset(k for k, ok in have.items() if ok)
 
 

@@ -53,8 +53,10 @@ class NoiseAwareGLM(LinearModel):
 
     @classmethod
     def data_required(cls, params: Mapping[str, Any]) -> frozenset[str]:
-        """``norm_bound_sq: truth`` reads the true theta (simulated data only)."""
-        return frozenset({"truth"}) if params.get("norm_bound_sq") == "truth" else frozenset()
+        """Binary labels (logistic) or counts (Poisson); ``norm_bound_sq: truth`` reads the
+        true theta (simulated data only)."""
+        label = "count_label" if params.get("glm") == "poisson" else "binary_label"
+        return frozenset({label, *(["truth"] if params.get("norm_bound_sq") == "truth" else [])})
 
     def __init__(self, glm: str = "logistic", *, R: float = 1.0, R_y: float = 5.0,
                  outside: str = "drop", sampler: str | None = None, num_warmup: int = 1000,
