@@ -35,6 +35,10 @@ def compose_config(overrides: Sequence[str]) -> DictConfig:
     for i, ov in enumerate(overrides):
         key, _, value = ov.partition("=")
         key = key.lstrip("+~")
+        if key in ("experiment", "profile", "runner") and "/" in value:  # paper/name form
+            stem = value.rpartition("/")[2]
+            if stem in choices(key) and group_path(key, stem) == value:
+                value = stem
         for group in ("experiment", "profile", "runner", "dataset", "method"):
             if key == group and value not in choices(group):
                 raise UserError(f"unknown {group} {value!r}; valid: {', '.join(choices(group))}")
