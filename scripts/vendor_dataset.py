@@ -1,4 +1,4 @@
-"""Copy a dataset from the offline bundle (../shared/datasets) into data/<name>/.
+"""Copy a dataset from an offline dataset bundle (--bundle) into data/<name>/.
 
 Writes data/<name>/MANIFEST.json (per file: sha256 of the uncompressed bytes,
 the .gz hash, rows, origin) and data/<name>/SOURCE.md (attribution, licence).

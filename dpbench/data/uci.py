@@ -1,6 +1,6 @@
 """The BinAgg paper's UCI regression datasets (Table 4: D1-D9), preprocessed as the paper says.
 
-Features and target per NOTES.md section 2 / the dataset MANIFEST; public bounds are the
+Features and target per the BinAgg paper's Sec. 5 / the dataset MANIFEST; public bounds are the
 training data's per-column min/max (the paper's non-private bounds, App. A). With
 ``test_fraction=0`` the test split is the training data itself: Table 2 reports in-sample
 RelMSE; Table 3 uses an 80/20 split (``test_fraction=0.2``).

@@ -3,7 +3,7 @@
 The method's output is a ``SyntheticTable`` (X, y) in the data's encoding. Four regressors as in
 the paper: XGBoost, random forest, SVR, MLP (MLP skipped when the real training set has
 fewer than 500 rows, as the paper says). Library defaults, ``random_state=0``. Choices the
-paper does not state (documented in docs/binagg.md): SVR and MLP standardise the features
+paper does not state (documented in papers/binagg/README.md): SVR and MLP standardise the features
 (fit on the synthetic data) and train on at most 5,000 synthetic rows (fixed subsample).
 
 Metrics: ``relmse_<model>`` = MSE / Var(y_test) (= 1 - R^2; the scale of Table 3's

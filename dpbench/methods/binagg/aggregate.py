@@ -9,7 +9,7 @@ can pass their own draws (Corollary 3.1 check).
 Feature-sum noise ("noise_scaling"):
   - ``paper``:  coordinate i of s_k gets N(0, Delta_ki^2 / mu_s^2) (Alg. 2 line 3).
     A record can move every coordinate at once, so this release is really
-    sqrt(d) * mu_s-GDP (NOTES.md section 2).
+    sqrt(d) * mu_s-GDP (papers/binagg/README.md).
   - ``sqrt_d``: coordinate i gets N(0, d Delta_ki^2 / mu_s^2), which is mu_s-GDP:
     ||diag(sd)^{-1} x||_2 <= mu_s for every x in the bin.
 """

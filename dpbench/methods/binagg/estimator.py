@@ -5,7 +5,7 @@ Inputs are the released quantities only (post-processing): noisy sums S~ (K, d),
 t~ (K,), noisy counts c~ (K,), and the per-bin noise variances D_k (K, d) (the
 diagonal of Cov(xi_s) for bin k, public because it depends only on the boxes).
 
-Options where the paper is ambiguous (NOTES.md section 2):
+Options where the paper is ambiguous (papers/binagg/README.md):
   - ``correction``: ``average`` (paper's printed estimator, subtracts
     D~ = (1/K) sum_k w_k D_k), ``sum`` (what the estimating equation implies,
     subtracts sum_k w_k D_k = K D~) or ``none`` (= naive point estimate).

@@ -52,7 +52,7 @@ def _iters(iters: int) -> int:
 
 
 #: XLA options that cut CPU compile time 2-4x at the price of ~2x slower execution (both
-#: measured on Adult models, docs/ddssp.md). They are used when the run is short:
+#: measured on Adult models, papers/ddssp/README.md). They are used when the run is short:
 #: model cells x iterations <= FAST_COMPILE_MAX_WORK (there compiling each new model
 #: structure costs more than the iterations; above it the optimised program wins).
 FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
