@@ -29,7 +29,7 @@ test: install slurm-local   ## the whole test suite (what CI runs; starts the lo
 	$(PY) -m pytest -q
 
 smoke: install      ## every experiment's smoke profile + figures (downloaded data: local raw fixtures)
-	$(PY) -m pytest -q tests/test_experiments_smoke.py
+	$(PY) -m pytest -q tests/experiments/test_experiments_smoke.py
 
 figures: install    ## every figure and table, from stored results only
 	$(DPB) figures

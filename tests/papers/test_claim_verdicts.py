@@ -3,7 +3,7 @@
 ``golden_verdicts.json`` holds, per experiment, the verdict rows (claim id, dataset, eps,
 subject, status) that the old checks wrote on each experiment's smoke profile (extracted
 by ``extract_old_verdicts.py``). ``claims_golden.assert_golden`` compares an experiment's
-claims.json with them; tests/test_experiments_smoke.py calls it after each smoke run's
+claims.json with them; tests/experiments/test_experiments_smoke.py calls it after each smoke run's
 ``figures`` step. Here, with ``DPBENCH_BASELINE`` set to folders (os.pathsep-separated) holding the
 old smoke runs' ``*/results/`` stores, every experiment's claims are rebuilt from those
 stores and compared.
@@ -29,7 +29,7 @@ def _baseline_results() -> dict[str, Path]:
 @pytest.mark.parametrize("experiment", sorted(golden()))
 def test_rebuilt_claims_match_old_verdicts(experiment: str, tmp_path: Path) -> None:
     from omegaconf import OmegaConf
-    from test_experiments_smoke import NARROW
+    from smoke_grids import NARROW
 
     from dpbench.cli import compose_config, grid, store_of
     from dpbench.report.build import build_claims

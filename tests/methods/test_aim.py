@@ -207,7 +207,7 @@ print(h.hexdigest())
 def test_aim_and_mst_are_bit_identical_across_processes_and_hash_seeds():
     # Nothing may depend on set/dict hash order: two interpreters with different
     # PYTHONHASHSEED must produce byte-identical models, charges and samples.
-    tests = str(Path(__file__).resolve().parent)
+    tests = str(Path(__file__).resolve().parents[1])
     repo = str(Path(tests).parent)
     script = DIGEST_SCRIPT.format(tests=tests)
     procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,

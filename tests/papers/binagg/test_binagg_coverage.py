@@ -1,7 +1,7 @@
 """Statistical check of Table 1 (BinAgg paper): CI coverage at d=5, n=1000, mu=1.
 
 CI-sized version: 1,000 replications (seed 2026, beta fixed from seed 0) instead of the
-paper's 2,000; the full 2,000-rep run is the `binagg_ci` experiment (docs/binagg.md).
+paper's 2,000; the full 2,000-rep run is the `binagg_ci` experiment (papers/binagg/README.md).
 Tolerances: coverage of the bias-corrected 95% CI in [0.92, 0.98] for every coefficient
 (+-4.3 binomial sd at 1,000 reps); naive CI (sigma^2 = 1 known, as in the paper's
 simulation) below 0.85; empirical SD within 15% of the mean sandwich SE (the SD of a

@@ -16,7 +16,7 @@ from dpbench.data.splits import shuffle_split
 from dpbench.data.synthetic import linear_regression
 from dpbench.runner.grid import load_entry
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_vendored_file_matches_its_manifest() -> None:

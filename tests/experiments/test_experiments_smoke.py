@@ -1,10 +1,12 @@
 """Every experiment in conf/experiment runs on its smoke profile and builds its figures.
 
-The list is read from conf/experiment, so a new experiment is covered without touching
-this file. Runs go through the CLI's ``main`` in this process (one import of JAX / torch
-for the whole file); each writes to its own temporary results folder. Experiments on
-downloaded data (ACS via folktables, Fire, Taxi) run on small files in the real raw
-formats (tests/raw_fixtures.py) under a temporary data root.
+The list is ``dpbench.runner.grid.choices("experiment")`` (every yaml under
+conf/experiment/, per-paper subfolders included), so a new experiment is covered without
+touching this file; NARROW and RAW are keyed by experiment name. Runs go through the
+CLI's ``main`` in this process (one import of JAX / torch for the whole file); each
+writes to its own temporary results folder. Experiments on downloaded data (ACS via
+folktables, Fire, Taxi) run on small files in the real raw formats
+(tests/raw_fixtures.py) under a temporary data root.
 """
 
 from __future__ import annotations
@@ -15,23 +17,15 @@ from pathlib import Path
 
 import pytest
 from claims_golden import assert_golden
-from conftest import REPO
 from raw_fixtures import fake_fire, fake_pums, fake_taxi, write_fire, write_pums, write_taxi
+from smoke_grids import NARROW
 
 from dpbench.cli import main
 from dpbench.data import discrete, files, uci
+from dpbench.runner.grid import choices
 from dpbench.runner.store import OK, ResultStore
 
-EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
-
-# Grids narrowed to one or two datasets where the whole smoke grid takes minutes; the
-# datasets left out go through the same code (their loaders have their own tests).
-NARROW: dict[str, list[str]] = {
-    "binagg_sim": ["datasets=[binagg_sim_d5_n500,binagg_sim_d5_b2]"],
-    "binagg_real": ["datasets=[binagg_liver]"],
-    "binagg_sdg": ["datasets=[binagg_liver_split]"],
-    "binagg_ablation": ["datasets=[binagg_intrusion_proxy]"],
-}
+EXPERIMENTS = choices("experiment")
 
 # Experiments whose data is downloaded, not shipped: raw files written before the run.
 RAW: dict[str, Callable[[], Path]] = {
@@ -40,6 +34,13 @@ RAW: dict[str, Callable[[], Path]] = {
     "logreg_acs_income": lambda: write_pums(fake_pums(n=5000)),
     "logreg_acs_public_coverage": lambda: write_pums(fake_pums(n=5000)),
 }
+
+
+def test_overrides_name_existing_experiments() -> None:
+    # a renamed or moved experiment must not silently lose its narrowed grid or raw files
+    assert set(NARROW) | set(RAW) <= set(EXPERIMENTS), sorted((set(NARROW) | set(RAW))
+                                                              - set(EXPERIMENTS))
+
 
 def _clear_data_caches() -> None:
     for fn in (discrete.read_discrete, files._verified, uci.read_table):

@@ -17,7 +17,7 @@ from dpbench.methods.regression.ddssp import DDSSP
 from dpbench.privacy import Accountant
 from dpbench.runner.artifacts import ArtifactStore, artifact_context
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DOMAIN = {"x1": 3, "x2": 4, "y": 5}
 FAST = {"max_iters": 100, "max_model_size": 1.0}
 
