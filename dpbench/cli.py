@@ -61,7 +61,7 @@ def compose_config(overrides: Sequence[str]) -> DictConfig:
 
 def group_path(group: str, name: str) -> str:
     """Hydra's name for a group entry: its path under ``conf/<group>/`` (e.g. a paper's
-    subfolder ``ddssp/linreg_adult``), so users can name it by its file stem alone."""
+    subfolder ``<paper>/<name>``), so users can name it by its file stem alone."""
     path = entries(group)[name]
     base = next(d / group for d in conf_dirs() if path.is_relative_to(d / group))
     return path.relative_to(base).with_suffix("").as_posix()

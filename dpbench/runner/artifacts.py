@@ -1,7 +1,8 @@
-"""Content-addressed cache of expensive shared intermediates (e.g. one AIM fit per trial cell).
+"""Content-addressed cache of expensive shared intermediates (e.g. one marginal release per
+trial cell).
 
-One AIM run per (dataset cell, workload, eps, delta, settings) feeds both DD-SSP
-and AIM-Synth, survives restarts, and is safe when several worker processes
+One mechanism run per (dataset cell, workload, eps, delta, settings) feeds every method
+that consumes the same release, survives restarts, and is safe when several worker processes
 ask for it at once: the builder runs under an exclusive file lock
 (``fcntl.flock`` on ``<artifact>.lock``), re-checks the cache after acquiring
 it, and publishes the artifact with an atomic rename, so a reader sees either

@@ -162,7 +162,7 @@ def run_trial(spec: TrialSpec | dict[str, Any], store_root: str, *,
     store = ResultStore(store_root)
     if store.status(spec.key) == OK:
         return OK
-    # Shared intermediates (one AIM fit per trial cell for DD-SSP and AIM-Synth) are cached
+    # Shared intermediates (one release per trial cell for every method built on it) are cached
     # under <results_dir>/cache, keyed by the cell's data identity (see runner/artifacts.py).
     with artifact_context(cell=digest(spec.data_identity()),
                           root=Path(store_root).parent / "cache"):

@@ -1,4 +1,4 @@
-"""Binary-classification metrics on the held-out test set (DD-SSP Fig. 3b: AUC)."""
+"""Binary-classification metrics on the held-out test set (primary: AUC)."""
 
 from __future__ import annotations
 

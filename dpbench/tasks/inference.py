@@ -1,14 +1,14 @@
-"""Inference metrics for the BinAgg paper (per trial; the report aggregates over trials).
+"""Inference metrics of a linear fit (per trial; the report aggregates over trials).
 
-- ``est_error`` = ||b~ - b|| / ||b|| when the data carry the true beta (Fig. 1, 2);
-- ``relmse`` = ||X b~ - y||^2 / ||y||^2 on the test split (Table 2; in-sample when the
+- ``est_error`` = ||b~ - b|| / ||b|| when the data carry the true beta;
+- ``relmse`` = ||X b~ - y||^2 / ||y||^2 on the test split (in-sample when the
   loader's test split is the training data);
 - per coefficient j (fits with ``intervals``): ``coef_j``, ``bias_j`` = b~_j - b_j,
   ``se_j``, ``covered_j`` (b_j inside the CI), ``width_j``; the same with ``naive_`` for
-  the naive CI (``LinearFit.naive``). Table 1's "Avg. bias", "Empirical SD",
-  "Avg. theor. SD", "Coverage" are the trial mean of bias_j, the trial SD of coef_j, the
-  mean of se_j and of covered_j.
-- fits with a ``grid`` (DP-GD tuned over a grid) also get ``grid_relmse_i`` and
+  the naive CI (``LinearFit.naive``). Over trials, the mean of bias_j, the SD of coef_j,
+  the mean of se_j and of covered_j give average bias, empirical SD, average theoretical SD
+  and coverage.
+- fits with a ``grid`` (a method tuned over a grid of configurations) also get ``grid_relmse_i`` and
   ``grid_est_error_i`` per configuration i, so a report can pick the best average.
 """
 

@@ -1,4 +1,4 @@
-"""Posterior task (Kulkarni et al., Figs. 3-6): private vs non-private posterior of theta.
+"""Posterior task: a private posterior of theta against the matching non-private one.
 
 The method's :class:`~dpbench.methods.outputs.PosteriorDraws` carries the private draws
 and a ``reference()`` giving the matching non-private posterior (exact likelihood, the

@@ -14,7 +14,7 @@ def mse(y_true: np.ndarray, y_pred: np.ndarray) -> float:
 
 
 def evaluate(model: LinearFit, split: Split) -> dict[str, float]:
-    """Test MSE (the DD-SSP paper's Fig. 3a metric) and train MSE of a linear model."""
+    """Test MSE (the primary metric) and train MSE of a linear model."""
     return {
         "mse": mse(split.test.y, model.predict(split.test.X)),
         "train_mse": mse(split.train.y, model.predict(split.train.X)),

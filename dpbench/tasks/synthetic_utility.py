@@ -1,14 +1,13 @@
-"""Downstream utility of synthetic data (BinAgg paper, Table 3): train on synthetic, test on real.
+"""Downstream utility of synthetic data: train on synthetic, test on real.
 
-The method's output is a ``SyntheticTable`` (X, y) in the data's encoding. Four regressors as in
-the paper: XGBoost, random forest, SVR, MLP (MLP skipped when the real training set has
-fewer than 500 rows, as the paper says). Library defaults, ``random_state=0``. Choices the
-paper does not state (documented in papers/binagg/README.md): SVR and MLP standardise the features
-(fit on the synthetic data) and train on at most 5,000 synthetic rows (fixed subsample).
+The method's output is a ``SyntheticTable`` (X, y) in the data's encoding. Four regressors:
+XGBoost, random forest, SVR, MLP (MLP skipped when the real training set has fewer than 500
+rows). Library defaults, ``random_state=0``; SVR and MLP standardise the features (fit on
+the synthetic data) and train on at most 5,000 synthetic rows (fixed subsample). Which
+paper's protocol this follows, and the choices it leaves open, is in that paper's README.
 
-Metrics: ``relmse_<model>`` = MSE / Var(y_test) (= 1 - R^2; the scale of Table 3's
-"Original" column), ``relmse_y2_<model>`` = ||y^ - y||^2 / ||y||^2 (Table 2's definition),
-and ``relmse`` / ``relmse_y2`` = their mean over the models.
+Metrics: ``relmse_<model>`` = MSE / Var(y_test) (= 1 - R^2), ``relmse_y2_<model>`` =
+||y^ - y||^2 / ||y||^2 (the relative MSE of the inference task), and ``relmse`` / ``relmse_y2`` = their mean over the models.
 """
 
 from __future__ import annotations

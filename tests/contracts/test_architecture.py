@@ -31,16 +31,6 @@ NAMES = PAPERS + DATASETS + METHODS
 # generic code outside report/ that mentions a name today: (file, name) -> to be fixed
 KNOWN_GENERIC_MENTIONS = {
     ("dpbench/cli.py", "adult"),            # help / docstring example experiment=linreg_adult
-    ("dpbench/cli.py", "ddssp"),            # docstring example ddssp/linreg_adult
-    ("dpbench/runner/artifacts.py", "aim"),     # docstring: one AIM fit per trial cell
-    ("dpbench/runner/artifacts.py", "dd-ssp"),  # ... feeds both DD-SSP and AIM-Synth
-    ("dpbench/runner/execute.py", "aim"),       # comment: the same
-    ("dpbench/runner/execute.py", "dd-ssp"),
-    ("dpbench/tasks/classification.py", "dd-ssp"),  # docstring: DD-SSP Fig. 3b
-    ("dpbench/tasks/inference.py", "binagg"),       # docstring: metrics for the BinAgg paper
-    ("dpbench/tasks/posterior.py", "kulkarni"),     # docstring: Kulkarni et al., Figs. 3-6
-    ("dpbench/tasks/regression.py", "dd-ssp"),      # docstring: the DD-SSP paper's Fig. 3a
-    ("dpbench/tasks/synthetic_utility.py", "binagg"),  # docstring: BinAgg paper, Table 3
 }
 
 WORD = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(map(re.escape, NAMES)) + r")(?![A-Za-z0-9])",
