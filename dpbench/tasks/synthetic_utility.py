@@ -7,7 +7,8 @@ the synthetic data) and train on at most 5,000 synthetic rows (fixed subsample).
 paper's protocol this follows, and the choices it leaves open, is in that paper's README.
 
 Metrics: ``relmse_<model>`` = MSE / Var(y_test) (= 1 - R^2), ``relmse_y2_<model>`` =
-||y^ - y||^2 / ||y||^2 (the relative MSE of the inference task), and ``relmse`` / ``relmse_y2`` = their mean over the models.
+||y^ - y||^2 / ||y||^2 (the relative MSE of the inference task), and ``relmse`` /
+``relmse_y2`` = their mean over the models.
 """
 
 from __future__ import annotations
