@@ -1,6 +1,6 @@
 """Time AIM on Adult (DD-SSP's discretised Adult, all 2-way marginals): per round, total, JAX.
 
-The data is trial 0's training split of conf/dataset/adult.yaml (47,842 rows, the
+The data is trial 0's training split of conf/dataset/adult/adult.yaml (47,842 rows, the
 linear-regression encoding: 14 features + education-num), exactly what DD-SSP gets.
 
 Not a test: run by hand, e.g.
@@ -65,7 +65,7 @@ def main() -> None:
     ap.add_argument("--eps", type=float, nargs="+", default=[0.1, 1.0])
     ap.add_argument("--delta", type=float, default=1e-5)
     ap.add_argument("--profile", choices=["paper", "default", "smoke"], default="paper",
-                    help="settings of conf/method/ddssp.yaml under this profile")
+                    help="settings of conf/method/marginals/ddssp.yaml under this profile")
     ap.add_argument("--max-model-size", type=float)
     ap.add_argument("--max-iters", type=int)
     ap.add_argument("--rounds", type=int)

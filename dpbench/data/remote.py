@@ -110,7 +110,7 @@ def prepare_fire(*, year: int = 2016, download_raw: bool = False) -> Path:
 
 def load_fire(*, rng: np.random.Generator, year: int = 2016, download: bool = False,
               **params: Any) -> Split:
-    """Loader for conf/dataset/fire.yaml (target Priority); prepares on first use."""
+    """Loader for conf/dataset/remote/fire.yaml (target Priority); prepares on first use."""
     if not is_prepared(f"fire_{year}"):
         prepare_fire(year=year, download_raw=download)
     return load_prepared(rng=rng, name=f"fire_{year}", **params)
@@ -139,7 +139,7 @@ def prepare_taxi(*, month: str = "2019-01", n_rows: int = TAXI_ROWS,
 
 def load_taxi(*, rng: np.random.Generator, month: str = "2019-01", n_rows: int = TAXI_ROWS,
               download: bool = False, **params: Any) -> Split:
-    """Loader for conf/dataset/taxi.yaml (target totalamount); prepares on first use."""
+    """Loader for conf/dataset/remote/taxi.yaml (target totalamount); prepares on first use."""
     if not is_prepared(f"taxi_{month}_{n_rows}"):
         prepare_taxi(month=month, n_rows=n_rows, download_raw=download)
     return load_prepared(rng=rng, name=f"taxi_{month}_{n_rows}", **params)
