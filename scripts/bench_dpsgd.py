@@ -17,7 +17,7 @@ import numpy as np
 from dpbench.methods.classification.dpsgd import DPSGD, PAPER_GRID, grid_configs
 from dpbench.privacy.accountant import Accountant
 from dpbench.runner.execute import import_object
-from dpbench.runner.grid import load_entry
+from dpbench.runner.grid import load_entry, task_view
 
 
 def main() -> None:
@@ -25,7 +25,7 @@ def main() -> None:
     ap.add_argument("--eps", type=float, default=1.0)
     ap.add_argument("--mode", choices=["optimistic", "realistic"], default="optimistic")
     args = ap.parse_args()
-    entry = load_entry("dataset", "adult_logreg")
+    entry = task_view("adult", load_entry("dataset", "adult"), "classification")
     split = import_object(entry["_target_"])(rng=np.random.default_rng(0), **entry["params"])
     configs = [cfg for cfg in grid_configs(PAPER_GRID) if cfg[1] == 0.1 and cfg[3] == 0.1]
     repeats = len(grid_configs(PAPER_GRID)) // len(configs)

@@ -13,6 +13,6 @@ from __future__ import annotations
 NARROW: dict[str, list[str]] = {
     "binagg_sim": ["datasets=[binagg_sim_d5_n500,binagg_sim_d5_b2]"],
     "binagg_real": ["datasets=[binagg_liver]"],
-    "binagg_sdg": ["datasets=[binagg_liver_split]"],
+    "binagg_sdg": ["datasets=[binagg_liver]"],
     "binagg_ablation": ["datasets=[binagg_intrusion_proxy]"],
 }

@@ -56,9 +56,52 @@ def load_entry(group: str, name: str) -> dict[str, Any]:
         raise ConfigError(f"unknown {group} {name!r}; valid: {', '.join(sorted(found))}")
     node = OmegaConf.load(found[name])
     base = node.pop("base", None) if isinstance(node, DictConfig) else None
-    if base:
-        node = OmegaConf.merge(load_entry(group, base), node)
-    return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
+    if not base:
+        return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
+    # a child's ``tasks`` replaces its base's (a list and a map of views do not merge)
+    tasks = node.pop("tasks", None)
+    merged = OmegaConf.to_container(OmegaConf.merge(load_entry(group, base), node),
+                                    resolve=True)
+    if tasks is not None:
+        merged["tasks"] = OmegaConf.to_container(tasks, resolve=True) \
+            if OmegaConf.is_config(tasks) else tasks
+    return merged  # type: ignore[return-value]
+
+
+VIEW_KEYS = ("params", "profiles", "provides", "key_as", "label")
+
+
+def task_view(name: str, entry: Mapping[str, Any], task: str) -> dict[str, Any]:
+    """A dataset yaml as one task sees it.
+
+    ``tasks`` is a list of task names, or a map ``task -> view`` for a source that serves
+    several tasks (e.g. one file, two targets): a view may refine ``params`` and
+    ``profiles`` (merged over the source's), add to ``provides``, and set ``label`` and
+    ``key_as`` (so a view keeps the keys of the yaml it replaced). The result lists the
+    source's tasks; a task it does not serve is left for ``cell_problem`` to refuse.
+    """
+    tasks = entry.get("tasks")
+    if not isinstance(tasks, Mapping):
+        return dict(entry)
+    out = {k: v for k, v in entry.items() if k != "tasks"}
+    out["tasks"] = list(tasks)
+    view = tasks.get(task)
+    if view is None:
+        return out
+    unknown = sorted(set(view) - set(VIEW_KEYS))
+    if unknown:
+        raise ConfigError(f"dataset {name!r}: tasks.{task} has unknown key {unknown[0]!r}; "
+                          f"valid: {', '.join(VIEW_KEYS)}")
+    out["params"] = {**(entry.get("params") or {}), **(view.get("params") or {})}
+    profiles = {**(entry.get("profiles") or {})}
+    for prof, over in (view.get("profiles") or {}).items():
+        profiles[prof] = {**(profiles.get(prof) or {}), **(over or {})}
+    out["profiles"] = profiles
+    out["provides"] = sorted({*(entry.get("provides") or ()), *(view.get("provides") or ())})
+    for key in ("key_as", "label"):
+        if key in view:
+            out[key] = view[key]
+    return out
 
 
 def _merged_params(entry: Mapping[str, Any], profile: str) -> dict[str, Any]:
@@ -202,7 +245,7 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
     for eps in epsilons:
         check_budget(eps, cfg.delta, unit)
 
-    dentries = {d: load_entry("dataset", d) for d in datasets}
+    dentries = {d: task_view(d, load_entry("dataset", d), task) for d in datasets}
     mentries = {m: load_entry("method", m) for m in methods}
     for name, entry in {**dentries, **mentries}.items():
         if "_target_" not in entry:

@@ -20,19 +20,23 @@ from dpbench.data.files import DataError
 from dpbench.methods.outputs import LinearFit, PosteriorDraws, SyntheticTable
 from dpbench.privacy.accountant import Accountant
 from dpbench.runner.execute import import_object
-from dpbench.runner.grid import _merged_params, cell_problem, choices, load_entry
+from dpbench.runner.grid import _merged_params, cell_problem, choices, load_entry, task_view
 from dpbench.tasks import TASKS
 
 # small shipped datasets, one or more per task, tried in order
-SMOKE_DATA = [("regression", "adult"), ("classification", "adult_logreg"),
-              ("inference", "binagg_sim_d5_n500"), ("synthetic_utility", "binagg_liver_split"),
+SMOKE_DATA = [("regression", "adult"), ("classification", "adult"),
+              ("inference", "binagg_sim_d5_n500"), ("synthetic_utility", "binagg_liver"),
               ("posterior", "bayesglm_synth_logistic"), ("posterior", "bayesglm_synth_poisson")]
+
+
+def _view(dataset: str, task: str) -> dict:
+    return task_view(dataset, load_entry("dataset", dataset), task)
 
 
 def _cell(method: str) -> tuple[str, str]:
     me = load_entry("method", method)
     for task, dataset in SMOKE_DATA:
-        if cell_problem(TASKS[task], dataset, load_entry("dataset", dataset), method, me,
+        if cell_problem(TASKS[task], dataset, _view(dataset, task), method, me,
                         _merged_params(me, "smoke")) is None:
             return task, dataset
     raise AssertionError(f"method {method!r} serves none of the smoke datasets {SMOKE_DATA}")
@@ -52,7 +56,7 @@ def _finite(out: object) -> bool:
 @pytest.mark.parametrize("method", choices("method"))
 def test_method_yaml_keeps_its_contract(method: str) -> None:
     task_name, dataset = _cell(method)
-    task, de, me = TASKS[task_name], load_entry("dataset", dataset), load_entry("method", method)
+    task, de, me = TASKS[task_name], _view(dataset, task_name), load_entry("method", method)
     split = import_object(de["_target_"])(rng=np.random.default_rng(0),
                                           **_merged_params(de, "smoke"))
     cls = import_object(me["_target_"])
@@ -80,10 +84,11 @@ def test_method_yaml_keeps_its_contract(method: str) -> None:
     assert math.isfinite(metrics[task.primary]), (method, task.primary, metrics[task.primary])
 
 
-@pytest.mark.parametrize("dataset", choices("dataset"))
-def test_dataset_yaml_declares_what_it_provides(dataset: str) -> None:
-    de = load_entry("dataset", dataset)
-    assert de.get("tasks") and set(de["tasks"]) <= set(TASKS), de.get("tasks")
+@pytest.mark.parametrize("dataset,task", [(d, t) for d in choices("dataset")
+                                          for t in load_entry("dataset", d).get("tasks") or [None]])
+def test_dataset_yaml_declares_what_it_provides(dataset: str, task: str | None) -> None:
+    assert task in TASKS, f"{dataset}: unknown or missing task {task!r}"
+    de = _view(dataset, task)
     declared = set(de.get("provides") or ())
     assert declared <= set(CAPABILITIES), declared - set(CAPABILITIES)
     try:
@@ -104,7 +109,7 @@ def test_output_of_an_undeclared_kind_is_refused() -> None:
 
 def test_a_mismatched_cell_is_refused_with_its_reason() -> None:
     me = load_entry("method", "objpert")
-    reason = cell_problem(TASKS["regression"], "adult", load_entry("dataset", "adult"),
+    reason = cell_problem(TASKS["regression"], "adult", _view("adult", "regression"),
                           "objpert", me, _merged_params(me, "smoke"))
     assert reason == "method 'objpert' serves classification, not regression"
     me = load_entry("method", "ddssp")

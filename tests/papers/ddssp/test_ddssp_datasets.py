@@ -6,22 +6,24 @@ import numpy as np
 import pytest
 
 from dpbench.runner.execute import import_object
-from dpbench.runner.grid import load_entry
+from dpbench.runner.grid import load_entry, task_view
 
 
-def _load(name: str, **over):
+def _load(name: str, task: str | None = None, **over):
     e = load_entry("dataset", name)
+    e = task_view(name, e, task) if task else e
     return import_object(e["_target_"])(rng=np.random.default_rng(0), **{**e["params"], **over})
 
 
-@pytest.mark.parametrize("name,rows,target_levels", [
-    ("acs_income_lin", 195_665, 20),    # train 194,665 + test 1,000 (two files stacked)
-    ("acs_employment", 50_000, 2),      # train 49,000 + test 1,000
-    ("acs_mobility", 29_358, 2),
-    ("adult_logreg", 48_842, 2),
+@pytest.mark.parametrize("name,task,rows,target_levels", [
+    ("acs_income_lin", None, 195_665, 20),    # train 194,665 + test 1,000 (two files stacked)
+    ("acs_employment", None, 50_000, 2),      # train 49,000 + test 1,000
+    ("acs_mobility", None, 29_358, 2),
+    ("adult", "classification", 48_842, 2),
+    ("adult", "regression", 48_842, 16),      # education-num: 16 levels
 ])
-def test_rows_bounds_and_labels(name, rows, target_levels):
-    s = _load(name, n_train_max=None)
+def test_rows_bounds_and_labels(name, task, rows, target_levels):
+    s = _load(name, task, n_train_max=None)
     assert s.train.n + s.test.n == rows and s.test.n == 1000
     norms = np.sqrt((s.train.X ** 2).sum(axis=1))
     assert norms.max() <= s.train.x_bound + 1e-12
