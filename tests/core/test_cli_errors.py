@@ -75,3 +75,11 @@ def test_missing_data_file_names_the_file(seeded: Path, tmp_path: Path) -> None:
                    f"results_dir={seeded}", env={"DPBENCH_DATA_DIR": str(data)})
     assert proc.returncode == 2 and "adult.csv.gz" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_default_experiment_and_paper_form_compose() -> None:
+    """No experiment= composes the default (a paper subfolder); <paper>/<name> works too."""
+    from dpbench.cli import compose_config
+
+    assert compose_config([]).experiment.name == "linreg_adult"
+    assert compose_config(["experiment=ddssp/logreg_adult"]).experiment.name == "logreg_adult"
