@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -181,10 +182,6 @@ def sweep_points(sweep: Mapping[str, Any] | None, axis: str) -> list[dict[str, A
     return points
 
 
-def _suffix(point: Mapping[str, Any]) -> str:
-    return "" if not point else " (" + ", ".join(f"{k}={v}" for k, v in point.items()) + ")"
-
-
 def cell_problem(task: Task, dataset: str, dentry: Mapping[str, Any], method: str,
                  mentry: Mapping[str, Any], mparams: Mapping[str, Any]) -> str | None:
     """Why (task, dataset, method) cannot run, or None: the dataset yaml's ``tasks`` and
@@ -219,14 +216,65 @@ def thin(values: Sequence[Any], k: int | None) -> list[Any]:
     return [values[i] for i in idx]
 
 
+@dataclass(frozen=True)
+class AxisPoint:
+    """One dataset or method of the grid: a yaml, at one point of its sweep (if any).
+
+    ``id`` is what trials carry and reports show: the yaml name, or ``name[k=v,...]`` for a
+    point of a per-entry sweep (``methods: [binagg, {binagg: {theta: [-10, 10]}}]``), so
+    every point is its own dataset / method with a generated label."""
+
+    id: str
+    name: str
+    entry: dict[str, Any]
+    point: dict[str, Any]
+    label: str
+    pin: dict[str, str]
+
+    def params(self, profile: str) -> dict[str, Any]:
+        return {**_merged_params(self.entry, profile), **self.point}
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def axis_points(items: Sequence[Any], axis: str, entry_of: Any,
+                shared_sweep: Sequence[Mapping[str, Any]]) -> list[AxisPoint]:
+    """The grid's datasets or methods: names, or ``{name: {param: [values]}}`` per-entry
+    sweeps, each times the experiment-wide ``<axis>_sweep`` (which keeps the id)."""
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            name, own = item, [{}]
+        elif isinstance(item, Mapping) and len(item) == 1:
+            name, sweep = next(iter(item.items()))
+            own = sweep_points(sweep, f"{axis}s.{name}")
+        else:
+            raise ConfigError(f"{axis}s entry {item!r} must be a name or {{name: {{param: "
+                              "[values]}}}")
+        entry = entry_of(name)
+        for point in own:
+            ident = name if not point else \
+                f"{name}[{','.join(f'{k}={_fmt(v)}' for k, v in point.items())}]"
+            pin = key_as(entry, axis, name)
+            if point:
+                pin.pop(axis, None)  # a sweep point is keyed by its own id
+            for shared in shared_sweep:
+                full = {**point, **shared}
+                suffix = "" if not full else \
+                    " (" + ", ".join(f"{k}={_fmt(v)}" for k, v in full.items()) + ")"
+                out.append(AxisPoint(ident, name, entry, full,
+                                     str(entry.get("label", name)) + suffix, pin))
+    return out
+
+
 def expand(cfg: DictConfig) -> list[TrialSpec]:
     """All trials of the composed experiment, in a fixed order (dataset, method, eps, trial)."""
     from dpbench.tasks import TASKS
 
     exp = cfg.experiment
     profile = cfg.profile.name
-    datasets = _as_list(_get(cfg, "datasets"), "datasets")
-    methods = _as_list(_get(cfg, "methods"), "methods")
     epsilons = thin(_as_list(_get(cfg, "epsilons"), "epsilons"), cfg.profile.get("max_epsilons"))
     trials = int(cfg.trials)
     if cfg.profile.get("trials") is not None:
@@ -245,41 +293,44 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
     for eps in epsilons:
         check_budget(eps, cfg.delta, unit)
 
-    dentries = {d: task_view(d, load_entry("dataset", d), task) for d in datasets}
-    mentries = {m: load_entry("method", m) for m in methods}
-    for name, entry in {**dentries, **mentries}.items():
-        if "_target_" not in entry:
-            raise ConfigError(f"config {name!r} has no _target_")
+    def dataset(name: str) -> dict[str, Any]:
+        return _with_target("dataset", name, task_view(name, load_entry("dataset", name), task))
 
+    def method(name: str) -> dict[str, Any]:
+        return _with_target("method", name, load_entry("method", name))
+
+    datasets = axis_points(_as_list(_get(cfg, "datasets"), "datasets"), "dataset", dataset,
+                           sweep_points(_get(cfg, "dataset_sweep"), "dataset"))
+    methods = axis_points(_as_list(_get(cfg, "methods"), "methods"), "method", method,
+                          sweep_points(_get(cfg, "method_sweep"), "method"))
     for d in datasets:
         for m in methods:
-            problem = cell_problem(TASKS[task], d, dentries[d], m, mentries[m],
-                                   _merged_params(mentries[m], profile))
+            problem = cell_problem(TASKS[task], d.name, d.entry, m.name, m.entry,
+                                   m.params(profile))
             if problem:
-                raise ConfigError(f"cannot run {m} on {d} for task {task}: {problem}")
+                raise ConfigError(f"cannot run {m.id} on {d.id} for task {task}: {problem}")
 
-    dsweep = sweep_points(_get(cfg, "dataset_sweep"), "dataset")
-    msweep = sweep_points(_get(cfg, "method_sweep"), "method")
     specs = []
     for d in datasets:
-        de = dentries[d]
-        for dpoint in dsweep:
-            dparams = {**_merged_params(de, profile), **dpoint}
-            for m in methods:
-                me = mentries[m]
-                for mpoint in msweep:
-                    mparams = {**_merged_params(me, profile), **mpoint}
-                    for eps in epsilons:
-                        for t in range(trials):
-                            specs.append(TrialSpec(
-                                dataset=d, dataset_target=de["_target_"],
-                                dataset_params=dparams, method=m,
-                                method_target=me["_target_"], method_params=mparams,
-                                task=task, epsilon=float(eps), delta=cfg.delta,
-                                budget_unit=unit, trial=t, task_params=task_params,
-                                key_as={**key_as(de, "dataset", d), **key_as(me, "method", m)},
-                                meta={"dataset_label": de.get("label", d) + _suffix(dpoint),
-                                      "method_label": me.get("label", m) + _suffix(mpoint),
-                                      "dataset_sweep": dpoint, "method_sweep": mpoint},
-                            ))
+        dparams = d.params(profile)
+        for m in methods:
+            mparams = m.params(profile)
+            for eps in epsilons:
+                for t in range(trials):
+                    specs.append(TrialSpec(
+                        dataset=d.id, dataset_target=d.entry["_target_"],
+                        dataset_params=dparams, method=m.id,
+                        method_target=m.entry["_target_"], method_params=mparams,
+                        task=task, epsilon=float(eps), delta=cfg.delta,
+                        budget_unit=unit, trial=t, task_params=task_params,
+                        key_as={**d.pin, **m.pin},
+                        meta={"dataset_label": d.label, "method_label": m.label,
+                              "dataset_sweep": d.point, "method_sweep": m.point},
+                    ))
     return specs
+
+
+def _with_target(group: str, name: str, entry: dict[str, Any]) -> dict[str, Any]:
+    if "_target_" not in entry:
+        raise ConfigError(f"{group} {name!r} has no _target_")
+    return entry

@@ -25,7 +25,7 @@ from dpbench.tasks import TASKS
 
 # small shipped datasets, one or more per task, tried in order
 SMOKE_DATA = [("regression", "adult"), ("classification", "adult"),
-              ("inference", "binagg_sim_d5_n500"), ("synthetic_utility", "binagg_liver"),
+              ("inference", "binagg_sim_d5"), ("synthetic_utility", "binagg_liver"),
               ("posterior", "bayesglm_synth_logistic"), ("posterior", "bayesglm_synth_poisson")]
 
 
@@ -113,6 +113,6 @@ def test_a_mismatched_cell_is_refused_with_its_reason() -> None:
                           "objpert", me, _merged_params(me, "smoke"))
     assert reason == "method 'objpert' serves classification, not regression"
     me = load_entry("method", "ddssp")
-    reason = cell_problem(TASKS["inference"], "binagg_sim_d5_n500",
-                          load_entry("dataset", "binagg_sim_d5_n500"), "ddssp", me, {})
+    reason = cell_problem(TASKS["inference"], "binagg_sim_d5",
+                          load_entry("dataset", "binagg_sim_d5"), "ddssp", me, {})
     assert reason == "method 'ddssp' needs data with discrete"
