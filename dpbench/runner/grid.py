@@ -221,7 +221,7 @@ class AxisPoint:
     """One dataset or method of the grid: a yaml, at one point of its sweep (if any).
 
     ``id`` is what trials carry and reports show: the yaml name, or ``name[k=v,...]`` for a
-    point of a per-entry sweep (``methods: [binagg, {binagg: {theta: [-10, 10]}}]``), so
+    point of a per-entry sweep (``methods: [m, {m: {theta: [-10, 10]}}]``), so
     every point is its own dataset / method with a generated label."""
 
     id: str
