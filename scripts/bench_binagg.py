@@ -19,7 +19,9 @@ from threadpoolctl import threadpool_limits
 from dpbench.data.uci import load_uci
 from dpbench.methods.binagg import BinAggSynth
 from dpbench.privacy import Accountant
-from dpbench.report.kinds.paper_table import Paper, read_numbers
+from dpbench.report.kinds.paper_table import Paper
+from dpbench.report.numbers import read_numbers
+from dpbench.roots import paper_dir
 
 DATASETS = ["intrusion_proxy", "liver", "abalone", "parkinsons", "wine", "airquality",
             "appliances"]
@@ -29,7 +31,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=10)
     args = ap.parse_args()
-    table5 = Paper(read_numbers("binagg"), "5")
+    table5 = Paper(read_numbers(paper_dir("binagg") / "numbers.csv"), "5")
     print(f"{'dataset':<18}{'n_train':>8}{'ours (s)':>11}{'paper (s)':>11}")
     with threadpool_limits(limits=1):
         for name in DATASETS:

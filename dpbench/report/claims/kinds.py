@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dpbench.report.frame import mean_se, summarise
+from dpbench.report.numbers import read_numbers, sd_se, z_value
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
@@ -404,20 +405,16 @@ def _edges(spec: ShareWithin, row: pd.Series) -> np.ndarray:
     return np.linspace(float(e["start"]), float(e["stop"]), int(e["num"]))
 
 
-def _truthy(value: object) -> bool:
-    return str(value).strip().lower() not in ("", "0", "false", "no", "nan", "none")
-
-
 def check_matches_paper(spec: MatchesPaper, ctx: Context) -> list[Verdict]:
     if ctx.paper_dir is None or not (ctx.paper_dir / spec.numbers).exists():
         return []
-    numbers = pd.read_csv(ctx.paper_dir / spec.numbers, dtype={"table": str})
+    numbers = read_numbers(ctx.paper_dir / spec.numbers)
     if spec.table is not None:
         numbers = numbers[numbers["table"] == spec.table]
     frame = spec.where.apply(ctx.frame)
     out = []
     for _, p in numbers.iterrows():
-        eps = float(p["epsilon"]) if pd.notna(p["epsilon"]) else None
+        eps = float(p["epsilon"]) if math.isfinite(p["epsilon"]) else None
         g = frame[(frame["dataset"] == p["dataset"]) & (frame["method"] == p["method"])]
         if eps is not None:
             g = g[np.isclose(g["epsilon"], eps)]
@@ -426,17 +423,16 @@ def check_matches_paper(spec: MatchesPaper, ctx: Context) -> list[Verdict]:
         subject = f"{p['method']} {p['metric']} {p['stat']}"
         vals = g[p["metric"]].to_numpy(dtype=float)
         ours, se = _paper_stat(str(p["stat"]), vals)
-        if not _truthy(p["comparable"]) or not math.isfinite(ours):
+        if not p["comparable"] or not math.isfinite(ours):
             out.append(Verdict(spec.id, spec.text, str(p["dataset"]), eps, SKIP,
-                               "not comparable" if not _truthy(p["comparable"])
+                               "not comparable" if not p["comparable"]
                                else f"stat {p['stat']} not computed", subject))
             continue
-        digits = int(p["digits"]) if pd.notna(p["digits"]) else 3
-        denom = math.sqrt(np.nan_to_num(se) ** 2 + (10.0 ** -digits) ** 2 / 12)
-        z = (ours - float(p["value"])) / denom
+        digits, value = int(p["digits"]), float(p["value"])
+        z = z_value(ours, float(np.nan_to_num(se)), value, digits)
         out.append(Verdict(spec.id, spec.text, str(p["dataset"]), eps,
                            status(abs(z) <= spec.tol),
-                           f"ours {ours:.{digits}f} vs paper {float(p['value']):.{digits}f}, "
+                           f"ours {ours:.{digits}f} vs paper {value:.{digits}f}, "
                            f"z {z:+.1f} (|z| <= {spec.tol:g})", subject))
     return out
 
@@ -449,8 +445,7 @@ def _paper_stat(stat: str, vals: np.ndarray) -> tuple[float, float]:
     if stat in ("median", "min", "max"):
         return float(getattr(np, stat)(vals)), math.nan
     if stat == "sd" and len(vals) > 1:
-        sd = float(np.std(vals, ddof=1))
-        return sd, sd / math.sqrt(2 * (len(vals) - 1))
+        return sd_se(vals)
     return math.nan, math.nan
 
 

@@ -1,14 +1,9 @@
 """``paper_table``: our numbers next to a paper's printed numbers, "ours ± s.e. / paper (z)".
 
-The paper's numbers are ``papers/<paper>/numbers.csv`` (found by ``dpbench.roots``), one
-printed number a row: ``table, dataset, method, metric, stat, epsilon, value, digits,
-comparable, note``, keyed by our dataset and method ids; ``digits`` is the number of
-printed decimals; ``comparable: false`` marks a stand-in (proxy) dataset: its row is shown
-with ``[PROXY, not comparable]`` and no paper value. ``epsilon`` and ``note`` document the
-number (lookups match table, dataset, method, metric and stat).
-
-z = (ours - paper) / sqrt(se^2 + r^2), r = 10^-digits / sqrt(12) the sd of the paper's
-rounding, so a deterministic result (se = 0) matching the printed value has |z| <= 1.7.
+The paper's numbers are ``papers/<paper>/numbers.csv`` (format and z: ``report.numbers``);
+lookups match table, dataset, method, metric and stat (``epsilon`` and ``note`` document
+the number). A not comparable (proxy) dataset's row is shown with ``[PROXY, not
+comparable]`` and no paper value.
 
 Spec keys:
 
@@ -56,7 +51,9 @@ import numpy as np
 import pandas as pd
 
 from dpbench.report.frame import mean_se
+from dpbench.report.numbers import read_numbers, sd_se, z_value
 from dpbench.report.render import fixed_cell, write_table
+from dpbench.roots import paper_dir
 
 PROXY = " [PROXY, not comparable]"
 COMPARED = ("mean_se", "sd", "coverage")
@@ -64,26 +61,15 @@ MIN_MAX_MEDIAN = ("min", "max", "median")
 
 
 def zscore(ours: float, se: float, paper: float | None, digits: int = 3) -> str:
-    """(ours - paper) / sqrt(se^2 + r^2), r = sd of the paper's rounding to ``digits``
-    printed decimals (uniform over one unit of the last digit: unit / sqrt(12))."""
+    """``numbers.z_value`` as printed in a cell (a dash without a paper value or an s.e.)."""
     if paper is None or not (math.isfinite(ours) and math.isfinite(se)):
         return "—"
-    denom = math.sqrt(se**2 + (10.0**-digits) ** 2 / 12)
-    return f"{(ours - paper) / denom:+.1f}"
+    return f"{z_value(ours, se, paper, digits):+.1f}"
 
 
 def printed(paper: float | None, digits: int = 3) -> str:
     """A paper value as printed (fixed decimals), or a dash."""
     return "—" if paper is None else f"{paper:.{digits}f}"
-
-
-def read_numbers(paper: str) -> pd.DataFrame:
-    """``papers/<paper>/numbers.csv`` with value as float, digits as int, comparable as bool."""
-    from dpbench.roots import paper_dir
-
-    nums = pd.read_csv(paper_dir(paper) / "numbers.csv", dtype=str, keep_default_na=False)
-    return nums.assign(value=nums["value"].astype(float), digits=nums["digits"].astype(int),
-                       comparable=nums["comparable"].str.lower().isin(["true", "1", "yes"]))
 
 
 class Paper:
@@ -192,9 +178,7 @@ def _cell(rows: pd.DataFrame, col: dict[str, Any], ctx: dict[str, Any], paper: P
             at = ctx["frame"].loc[ctx["frame"]["method"] == pmethod, over]
             fields["paper_at"] = f"{at.iloc[0]:g}" if len(at) else pmethod
     elif stat == "sd":
-        v = rows[metric]
-        m = float(np.std(v, ddof=1))
-        se = m / math.sqrt(2 * (len(v) - 1))
+        m, se = sd_se(rows[metric])
     elif stat == "coverage":
         m = float(rows[metric].mean())
         se = _binom_se(m, p, len(rows))
@@ -279,7 +263,7 @@ def _table(frame: pd.DataFrame, fig: dict[str, Any], paper: Paper,
 
 def paper_table(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
     """The table (one per ``per`` value) as Markdown and LaTeX."""
-    paper = Paper(read_numbers(fig["paper"]), fig["table"])
+    paper = Paper(read_numbers(paper_dir(fig["paper"]) / "numbers.csv"), fig["table"])
     if fig.get("methods"):
         frame = frame[frame["method"].isin(fig["methods"])]
     if frame.empty:
