@@ -196,7 +196,8 @@ def _task_direction(task: Any) -> dict[str, str]:
 
 def build_claims(frame: pd.DataFrame, experiment: Mapping[str, Any], out: Path) -> list[Path]:
     """Check the claims of the experiment's ``paper`` that apply to it; write claims.md and
-    claims.json in ``out`` (nothing when the experiment names no paper)."""
+    claims.json in ``out`` (nothing when the experiment names no paper, or its paper
+    makes no claim about it)."""
     from dpbench.roots import paper_dir
 
     paper = experiment.get("paper")
@@ -209,6 +210,9 @@ def build_claims(frame: pd.DataFrame, experiment: Mapping[str, Any], out: Path) 
     path = folder / "claims.yaml"
     spec = load_claims(path) if path.exists() else ClaimsFile({}, [])
     name = str(experiment.get("name", ""))
+    claims = spec.for_experiment(name)
+    if not claims:  # the paper claims nothing about this experiment: no empty claims file
+        return []
     better = {**_task_direction(experiment.get("task")), **spec.better}
-    verdicts = check(spec.for_experiment(name), frame, folder, better)
+    verdicts = check(claims, frame, folder, better)
     return write_verdicts(verdicts, out, f"Claims of the {paper} paper checked on {name}")
