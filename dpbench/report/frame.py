@@ -1,12 +1,14 @@
 """From stored records to one tidy results frame, and the one mean +- s.e. (pandas).
 
-Every figure kind and claim kind reads this frame: one row per ok trial with the spec's
+Every figure kind and claim kind reads this frame (and, for histograms a method stores as
+JSON counts, pools them here): one row per ok trial with the spec's
 columns (dataset, method, epsilon, trial, labels, every scalar parameter as
 ``dataset.<p>`` / ``method.<p>``), the task's metrics, ``info.<k>`` and ``privacy.<k>``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -87,3 +89,30 @@ def select(frame: pd.DataFrame, where: Mapping[str, Any] | None = None,
         values = list(want) if isinstance(want, list | tuple) else [want]
         out = out[out[col].isin(values)]
     return out
+
+
+def histogram_edges(rows: pd.DataFrame, edges_column: str | None,
+                    edges: Mapping[str, float] | None) -> np.ndarray:
+    """Bin edges of a histogram stored in the results: the first stored JSON list in
+    ``edges_column``, else ``numpy.linspace(start, stop, num)`` of ``edges`` (for records
+    written before the method stored its edges)."""
+    if edges_column and edges_column in rows and rows[edges_column].notna().any():
+        return np.asarray(json.loads(rows[edges_column].dropna().iloc[0]), dtype=float)
+    if edges is None:
+        raise ValueError(f"no {edges_column} in the results and no edges: "
+                         "{start, stop, num}")
+    return np.linspace(float(edges["start"]), float(edges["stop"]), int(edges["num"]))
+
+
+def pooled_counts(rows: pd.DataFrame, column: str) -> np.ndarray | None:
+    """The sum over ``rows`` of the histogram counts stored as JSON lists in ``column``."""
+    hists = [np.asarray(json.loads(h), dtype=float) for h in rows[column].dropna()] \
+        if column in rows else []
+    return np.sum(hists, axis=0) if hists else None
+
+
+def share_within(counts: np.ndarray, edges: np.ndarray, bound: float) -> float:
+    """Share of the counts whose bin centre lies in [-bound, bound]."""
+    centers = (edges[:-1] + edges[1:]) / 2
+    return float(counts[np.abs(centers) <= bound].sum() / counts.sum())
+

@@ -12,6 +12,7 @@ from dpbench.methods.classification.objpert import MARGIN_EDGES, ObjPert, margin
 from dpbench.report.kinds.histogram import histogram, nearest_epsilon, summed_counts
 
 EDGES = {"start": -30, "stop": 30, "num": 121}
+COUNTS = "info.margin_hist"
 
 
 def _frame(with_edges: bool) -> pd.DataFrame:
@@ -27,18 +28,18 @@ def _frame(with_edges: bool) -> pd.DataFrame:
 
 
 def test_counts_pool_trials_and_clip_outliers():
-    c = summed_counts(_frame(False), "m", 1.0)["Toy"]
+    c = summed_counts(_frame(False), "m", 1.0, COUNTS)["Toy"]
     assert c.sum() == 6 and len(c) == len(MARGIN_EDGES) - 1
     assert c[-1] == 1  # 100 clipped into the last bin
     centers = (MARGIN_EDGES[:-1] + MARGIN_EDGES[1:]) / 2
     # within +-6: 0.1, 0.2, 5.9 (bin centres inside) -> 3 of 6
     assert c[np.abs(centers) <= 6].sum() == 3
-    assert nearest_epsilon(_frame(False), "m", 0.7) == pytest.approx(1.0)
+    assert nearest_epsilon(_frame(False), "m", 0.7, COUNTS) == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("with_edges", [True, False])
 def test_builder_writes_png_pdf_and_table(tmp_path, with_edges):
-    fig = {"name": "fig4", "method": "m", "epsilon": 1.0}
+    fig = {"name": "fig4", "method": "m", "epsilon": 1.0, "column": COUNTS}
     if not with_edges:
         fig["edges"] = EDGES
     paths = histogram(_frame(with_edges), fig, tmp_path)
@@ -49,12 +50,12 @@ def test_builder_writes_png_pdf_and_table(tmp_path, with_edges):
 
 def test_stored_edges_match_the_spec_fallback(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    histogram(_frame(True), {"name": "f", "method": "m"}, a)
-    histogram(_frame(False), {"name": "f", "method": "m", "edges": EDGES}, b)
+    histogram(_frame(True), {"name": "f", "method": "m", "column": COUNTS}, a)
+    histogram(_frame(False), {"name": "f", "method": "m", "column": COUNTS, "edges": EDGES}, b)
     for suffix in (".png", ".pdf", ".md", ".tex"):
         assert (a / f"f{suffix}").read_bytes() == (b / f"f{suffix}").read_bytes()
     with pytest.raises(ValueError, match="edges"):
-        histogram(_frame(False), {"name": "f", "method": "m"}, tmp_path)
+        histogram(_frame(False), {"name": "f", "method": "m", "column": COUNTS}, tmp_path)
 
 
 def test_objpert_info_carries_its_edges():

@@ -7,7 +7,6 @@ here.
 
 from __future__ import annotations
 
-import json
 import math
 import operator
 import re
@@ -18,7 +17,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpbench.report.frame import mean_se, summarise
+from dpbench.report.frame import (
+    histogram_edges,
+    mean_se,
+    pooled_counts,
+    share_within,
+    summarise,
+)
 from dpbench.report.numbers import read_numbers, sd_se, z_value
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
@@ -377,32 +382,16 @@ def check_share_within(spec: ShareWithin, ctx: Context) -> list[Verdict]:
     out = []
     rows = frame[frame["method"] == method]
     for (dataset, eps), g in rows.groupby(["dataset", "epsilon"], sort=True):
-        counts, centers = None, None
-        for _, r in g.iterrows():
-            if not isinstance(r[spec.column], str):
-                continue
-            edges = _edges(spec, r)
-            c = np.asarray(json.loads(r[spec.column]), dtype=float)
-            counts = c if counts is None else counts + c
-            centers = (edges[:-1] + edges[1:]) / 2
+        counts = pooled_counts(g, spec.column)
         if counts is None:
             continue
-        share = float(counts[np.abs(centers) <= spec.bound].sum() / counts.sum())
+        share = share_within(counts, histogram_edges(g, spec.edges_column, spec.edges),
+                             spec.bound)
         out.append(Verdict(spec.id, spec.text, str(dataset), float(eps),
                            status(share > spec.threshold),
                            f"share {share:.3f} of {int(counts.sum())} (needs > "
                            f"{spec.threshold:g})"))
     return out
-
-
-def _edges(spec: ShareWithin, row: pd.Series) -> np.ndarray:
-    stored = row.get(spec.edges_column) if spec.edges_column else None
-    if isinstance(stored, str):
-        return np.asarray(json.loads(stored), dtype=float)
-    if spec.edges is None:
-        raise ValueError(f"claim {spec.id!r}: no {spec.edges_column} column and no edges:")
-    e = spec.edges
-    return np.linspace(float(e["start"]), float(e["stop"]), int(e["num"]))
 
 
 def check_matches_paper(spec: MatchesPaper, ctx: Context) -> list[Verdict]:

@@ -1,9 +1,10 @@
 """Figure and table kinds: ``KINDS[kind](frame, fig, out) -> written paths``.
 
 A kind draws only from the results frame (``report.frame``) and a paper's printed numbers
-(``report.numbers``), and writes through ``report.render``; its keys are documented in its module. No kind imports a method module,
-another kind, or names a paper, dataset or method: those live in the figure specs
-(``conf/figure/*.yaml`` or an experiment's inline ``figures:``) and ``papers/<paper>/``.
+(``report.numbers``), and writes through ``report.render``; its keys are documented in its
+module. No kind imports a method module, another kind, or names a paper, dataset or
+method: those live in the figure specs (``conf/figure/*.yaml`` or an experiment's inline
+``figures:``) and ``papers/<paper>/``.
 """
 
 from __future__ import annotations
