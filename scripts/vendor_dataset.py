@@ -2,7 +2,8 @@
 
 Writes data/<name>/MANIFEST.json (per file: sha256 of the uncompressed bytes,
 the .gz hash, rows, origin) and data/<name>/SOURCE.md (attribution, licence).
-Usage: python scripts/vendor_dataset.py NAME [NAME ...] [--bundle DIR]
+Usage: python scripts/vendor_dataset.py NAME [NAME ...] [--bundle DIR] [--note TEXT ...]
+(``--note`` adds our own remarks, e.g. on licence status, after the bundle's notes.)
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def vendor(name: str, bundle: Path) -> Path:
+def vendor(name: str, bundle: Path, extra_notes: tuple[str, ...] = ()) -> Path:
+    """Copy one bundle dataset into data/<name>/ and write its MANIFEST.json and SOURCE.md."""
     manifest = json.loads((bundle / "manifest.json").read_text())
     entries = {d["name"]: d for d in manifest["datasets"]}
     if name not in entries:
@@ -44,6 +46,8 @@ def vendor(name: str, bundle: Path) -> Path:
     notes = entry.get("notes")
     if notes:
         lines += ["", "Notes: " + (notes if isinstance(notes, str) else " ".join(notes))]
+    for note in extra_notes:
+        lines += ["", note]
     (out / "SOURCE.md").write_text("\n".join(lines) + "\n")
     return out
 
@@ -52,9 +56,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("names", nargs="+")
     ap.add_argument("--bundle", type=Path, default=ROOT.parent / "shared" / "datasets")
+    ap.add_argument("--note", action="append", default=[],
+                    help="a paragraph appended to every SOURCE.md written (repeatable)")
     args = ap.parse_args()
     for name in args.names:
-        print(vendor(name, args.bundle))
+        print(vendor(name, args.bundle, tuple(args.note)))
 
 
 if __name__ == "__main__":
