@@ -4,9 +4,18 @@ mbi answers an out-of-clique marginal query with a JIT-compiled variable
 elimination per (query, model structure); AIM asks for every workload marginal
 after every round, with a new structure each round, which would compile
 thousands of programs. Here the tree is calibrated once (two-pass sum-product
-in log space) and every 1- or 2-way marginal is read off it: a pair (a, b)
-not inside one tree clique is obtained by carrying P(a, separator) along the
-tree path from a clique holding ``a`` (cost |a| x |clique| per clique).
+in log space) and every marginal is read off it:
+
+- inside one tree clique: a sum of that clique's belief;
+- pairs (a, b) from one first attribute: by carrying P(a, separator) along the
+  tree from a clique holding ``a`` (one traversal serves every b);
+- any other clique (k-way across several tree cliques): variable elimination
+  over a Steiner subtree, i.e. the smallest connected set of tree cliques found
+  by growing paths from the clique holding most of the query. On a connected
+  subtree of a calibrated junction tree the joint of its attributes is the root
+  belief times the conditionals P(c minus sep | sep) of the other cliques, so the
+  marginal is one ``einsum`` of those tables (numpy picks the contraction order);
+  attributes in different tree components are independent (outer product).
 
 The tree structure comes from mbi's own junction-tree builder, so model-size
 limits and this inference agree on the cliques.
@@ -77,6 +86,7 @@ class CalibratedTree:
             host = next(c for c in self.cliques if set(cl) <= set(c))
             log_psi[host] = log_psi[host] + Table(cl, tab).aligned(host)
         self.beliefs = self._calibrate(log_psi)
+        self._conditionals: dict[tuple[Clique, Clique], np.ndarray] = {}
 
     # -- calibration --------------------------------------------------------------------
     def _calibrate(self, log_psi: dict[Clique, np.ndarray]) -> dict[Clique, Table]:
@@ -119,16 +129,75 @@ class CalibratedTree:
 
     # -- queries ----------------------------------------------------------------------------
     def marginal(self, clique: Sequence[str]) -> np.ndarray:
-        """Counts over ``clique`` (axes in the given order); 1- and 2-way always, larger
-        cliques when one tree clique contains them."""
+        """Model counts over any ``clique`` of attributes (axes in the given order)."""
         clique = tuple(clique)
+        if len(set(clique)) != len(clique):
+            raise ValueError(f"marginal {clique} repeats an attribute")
+        unknown = [a for a in clique if a not in self.sizes]
+        if unknown:
+            raise ValueError(f"marginal {clique}: unknown attributes {unknown}; "
+                             f"valid: {', '.join(self.attributes)}")
         host = next((c for c in self.cliques if set(clique) <= set(c)), None)
         if host is not None:
             return self.beliefs[host].sum_to(clique).values
-        if len(clique) != 2:
-            raise ValueError(f"marginal {clique} spans several tree cliques; only pairs supported")
-        a, b = clique
-        return self.pairs_from(a, [b])[b]
+        parts = []
+        for comp in self._components():
+            attrs = {a for c in comp for a in c}
+            sub = tuple(a for a in clique if a in attrs)
+            if sub:
+                parts.append(Table(sub, self._eliminate(sub, comp)))
+        out = parts[0]
+        for t in parts[1:]:                      # independent tree components
+            attrs = (*out.attrs, *t.attrs)
+            out = Table(attrs, out.aligned(attrs) * t.aligned(attrs) / self.total)
+        return out.sum_to(clique).values
+
+    def _eliminate(self, query: Clique, comp: Sequence[Clique]) -> np.ndarray:
+        """Counts over ``query`` (all in one tree component) by variable elimination on a
+        Steiner subtree of the component's cliques."""
+        nodes, parent = self._steiner(query, comp)
+        letters = {a: i for i, a in enumerate(dict.fromkeys(a for c in nodes for a in c))}
+        operands: list[object] = []
+        for c in nodes:
+            table = self.beliefs[c].values if parent[c] is None else self._conditional(c, parent[c])
+            operands += [table, [letters[a] for a in c]]
+        return np.einsum(*operands, [letters[a] for a in query], optimize="greedy")
+
+    def _steiner(self, query: Clique, comp: Sequence[Clique]
+                 ) -> tuple[list[Clique], dict[Clique, Clique | None]]:
+        """A connected set of cliques covering ``query``, rooted at the clique covering most
+        of it, grown by the shortest tree path to each still-uncovered attribute; returns
+        (nodes in root-first order, parent of each node within the set)."""
+        q = set(query)
+        root = max(comp, key=lambda c: len(q & set(c)))       # first of the best, stable
+        bfs_parent = {root: None, **{v: u for u, v in nx.bfs_edges(self.tree, root)}}
+        nodes, covered = [root], q & set(root)
+        for a in query:
+            if a in covered:
+                continue
+            best: list[Clique] | None = None
+            for c in comp:
+                if a not in c:
+                    continue
+                path = [c]
+                while path[-1] not in nodes:
+                    path.append(bfs_parent[path[-1]])
+                if best is None or len(path) < len(best):
+                    best = path
+            for c in reversed(best[:-1]):                     # from the set outwards
+                nodes.append(c)
+                covered |= q & set(c)
+        return nodes, {c: bfs_parent[c] for c in nodes}
+
+    def _conditional(self, c: Clique, p: Clique) -> np.ndarray:
+        """P(c minus sep | sep) over clique c's axes, sep = c & p (0 where P(sep) = 0); cached."""
+        key = (c, p)
+        cache = self._conditionals
+        if key not in cache:
+            bc = self.beliefs[c]
+            bs = bc.sum_to(_sep(c, p)).aligned(c)
+            cache[key] = np.divide(bc.values, bs, out=np.zeros_like(bc.values), where=bs > 0)
+        return cache[key]
 
     def pairs_from(self, a: str, others: Sequence[str]) -> dict[str, np.ndarray]:
         """P(a, b) in counts, axes (a, b), for every b in ``others``, by one tree traversal."""

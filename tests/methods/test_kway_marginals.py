@@ -1,0 +1,121 @@
+"""k-way marginals of a fitted MRF across several junction-tree cliques, against brute force.
+
+Every model here is small enough to enumerate its joint distribution, so each marginal the
+junction tree answers (inside a clique, pairs by tree traversal, k-way by variable
+elimination over a Steiner subtree, independent components by outer product) is checked
+against the sum of the explicit joint, to 1e-10 relative error.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from dpbench.methods.marginals.junction import CalibratedTree
+from dpbench.methods.marginals.model import MarginalModel
+
+TOTAL = 250.0
+
+
+def _joint(attrs, sizes, cliques, tables):
+    logp = np.zeros([sizes[a] for a in attrs])
+    for cl, t in zip(cliques, tables, strict=True):
+        shape = [sizes[a] if a in cl else 1 for a in attrs]
+        order = [a for a in attrs if a in cl]
+        logp = logp + np.transpose(t, [cl.index(a) for a in order]).reshape(shape)
+    p = np.exp(logp - logp[np.isfinite(logp)].max())
+    return p * TOTAL / p.sum()
+
+
+def _brute(p, attrs, query):
+    axes = tuple(i for i, a in enumerate(attrs) if a not in query)
+    kept = [a for a in attrs if a in query]
+    return np.transpose(p.sum(axis=axes), [kept.index(a) for a in query])
+
+
+MODELS = {
+    # a chain of 5 cliques: 4-way queries at the two ends span every clique
+    "chain": [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e"), ("e", "f")],
+    # a star with 3-way cliques and a branching junction tree
+    "branching": [("a", "b", "c"), ("c", "d"), ("c", "e", "f"), ("f", "g"), ("b", "h")],
+    # two tree components plus an isolated attribute
+    "components": [("a", "b"), ("b", "c"), ("c", "d"), ("e", "f"), ("f", "g"), ("h",)],
+}
+
+
+def _model(name, seed):
+    rng = np.random.default_rng(seed)
+    cliques = MODELS[name]
+    attrs = sorted({a for c in cliques for a in c})
+    sizes = {a: int(rng.integers(2, 5)) for a in attrs}
+    tables = [rng.normal(scale=1.5, size=[sizes[x] for x in cl]) for cl in cliques]
+    return attrs, sizes, cliques, tables
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_every_kway_marginal_matches_brute_force(name, k):
+    attrs, sizes, cliques, tables = _model(name, seed=k)
+    tree = CalibratedTree(sizes, attrs, cliques, tables, total=TOTAL)
+    assert len(tree.cliques) >= 3
+    p = _joint(attrs, sizes, cliques, tables)
+    spanning = 0
+    for query in itertools.combinations(attrs, k):
+        query = tuple(np.random.default_rng(len(query)).permutation(query))  # any axis order
+        spanning += not any(set(query) <= set(c) for c in tree.cliques)
+        np.testing.assert_allclose(tree.marginal(query), _brute(p, attrs, query),
+                                   rtol=1e-10, atol=1e-12)
+    assert spanning > 0          # the test exercises out-of-clique marginals
+
+
+def test_spanning_marginal_covers_three_or_more_cliques():
+    attrs, sizes, cliques, tables = _model("chain", seed=7)
+    tree = CalibratedTree(sizes, attrs, cliques, tables, total=TOTAL)
+    query = ("a", "c", "f")
+    comp = tree._components()[0]
+    nodes, _ = tree._steiner(query, comp)
+    assert len(nodes) == 5                  # a..f sit at both ends of the chain
+    np.testing.assert_allclose(tree.marginal(query),
+                               _brute(_joint(attrs, sizes, cliques, tables), attrs, query),
+                               rtol=1e-10)
+
+
+def test_zero_probability_cells_give_exact_zeros():
+    attrs, sizes, cliques, tables = _model("chain", seed=3)
+    tables[2] = tables[2].copy()
+    tables[2][0, :] = -1000.0               # c = 0: beliefs underflow to exactly 0
+    tree = CalibratedTree(sizes, attrs, cliques, tables, total=TOTAL)
+    p = _joint(attrs, sizes, cliques, tables)
+    m = tree.marginal(("a", "c", "e"))
+    assert np.all(m[:, 0, :] == 0)
+    np.testing.assert_allclose(m, _brute(p, attrs, ("a", "c", "e")), rtol=1e-10, atol=1e-12)
+
+
+def test_pairs_by_traversal_agree_with_elimination():
+    attrs, sizes, cliques, tables = _model("branching", seed=11)
+    tree = CalibratedTree(sizes, attrs, cliques, tables, total=TOTAL)
+    pairs = tree.pairs_from("a", attrs)
+    for b, m in pairs.items():
+        comp = tree._components()[0]
+        np.testing.assert_allclose(m, tree._eliminate(("a", b), comp), rtol=1e-10, atol=1e-12)
+
+
+def test_model_marginals_answer_4way_queries_on_the_original_domain():
+    attrs, sizes, cliques, tables = _model("branching", seed=5)
+    model = MarginalModel(tuple(attrs), sizes, "mrf", TOTAL, cliques=cliques, tables=tables)
+    p = _joint(attrs, sizes, cliques, tables)
+    queries = [("a", "d", "g", "h"), ("h", "e"), ("b", "f", "d")]
+    got = model.marginals(queries)
+    for q in queries:
+        np.testing.assert_allclose(got[q], _brute(p, attrs, q), rtol=1e-10, atol=1e-12)
+
+
+def test_bad_queries_are_refused_in_one_line():
+    attrs, sizes, cliques, tables = _model("chain", seed=1)
+    tree = CalibratedTree(sizes, attrs, cliques, tables, total=TOTAL)
+    with pytest.raises(ValueError, match="unknown attributes.*valid: a, b"):
+        tree.marginal(("a", "zz"))
+    with pytest.raises(ValueError, match="repeats"):
+        tree.marginal(("a", "a"))
