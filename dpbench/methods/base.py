@@ -97,7 +97,8 @@ class Method(ABC):
 
 
 class LinearModel(Method):
-    """A method whose result is a coefficient vector ``coef_`` (no intercept).
+    """A method whose result is a coefficient vector ``coef_`` and a constant ``intercept_``
+    (0.0 unless the method fits one).
 
     Produces :class:`LinearFit`; methods with confidence intervals set ``stderr_``/``ci_``
     (and ``naive_coef_``/``naive_stderr_``/``naive_ci_``), tuned ones ``grid_coefs_``;
@@ -107,20 +108,21 @@ class LinearModel(Method):
     serves = frozenset({"regression", "inference"})
     produces = (LinearFit,)
     coef_: NDArray
+    intercept_: float = 0.0
 
     def output(self, kind: type[T]) -> T:
         if kind is LinearFit:
             return LinearFit(  # type: ignore[return-value]
                 coef=np.asarray(self.coef_),
                 intervals=_intervals(self, ""), naive=_intervals(self, "naive_"),
-                grid=getattr(self, "grid_coefs_", None))
+                grid=getattr(self, "grid_coefs_", None), intercept=float(self.intercept_))
         if kind is SyntheticTable and kind in self.produces:
             X, y = self.synthetic_
             return SyntheticTable(np.asarray(X), np.asarray(y))  # type: ignore[return-value]
         return super().output(kind)
 
     def decision_function(self, X: NDArray) -> NDArray:
-        return np.asarray(X) @ self.coef_
+        return np.asarray(X) @ self.coef_ + self.intercept_
 
     def predict(self, X: NDArray) -> NDArray:
         return self.decision_function(X)

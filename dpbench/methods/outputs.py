@@ -5,7 +5,8 @@ A method declares the kinds it produces (``Method.produces``) and returns them f
 never read a method's attributes, so any method producing a kind can be scored by every
 task that needs it (an arena is the cross product).
 
-- :class:`LinearFit`: a linear score ``X @ coef`` (no intercept), optionally with
+- :class:`LinearFit`: a linear score ``X @ coef + intercept`` (intercept 0 unless the
+  method fits one), optionally with
   confidence intervals, a naive comparison interval and a tuning grid's coefficients;
 - :class:`SyntheticTable`: synthetic records in the data's encoding;
 - :class:`PosteriorDraws`: posterior draws of the coefficients and a callable giving the
@@ -35,18 +36,22 @@ class Intervals:
 class LinearFit:
     """A linear model's coefficients; ``decision_function`` / ``predict`` score new rows.
 
-    ``intervals``: the method's CIs (inference); ``naive``: a comparison CI that ignores
-    the privacy noise; ``grid``: (k, d) coefficients of every configuration a tuned method
-    tried (a report can then pick the best average in hindsight).
+    ``intercept``: the fitted constant (0.0 for the models without one); every consumer
+    scores rows through ``decision_function`` so that it is never dropped. ``intervals``:
+    the method's CIs (inference); ``naive``: a comparison CI that ignores the privacy noise;
+    ``grid``: (k, d) coefficients of every configuration a tuned method tried (a report can
+    then pick the best average in hindsight).
     """
 
     coef: NDArray
     intervals: Intervals | None = None
     naive: Intervals | None = None
     grid: NDArray | None = None
+    intercept: float = 0.0
 
     def decision_function(self, X: NDArray) -> NDArray:
-        return np.asarray(X) @ np.asarray(self.coef)
+        """The linear score ``X @ coef + intercept`` of each row."""
+        return np.asarray(X) @ np.asarray(self.coef) + self.intercept
 
     def predict(self, X: NDArray) -> NDArray:
         return self.decision_function(X)

@@ -34,6 +34,7 @@ def accuracy(y_true: NDArray, scores: NDArray) -> float:
 
 
 def evaluate(model: LinearFit, split: Split) -> dict[str, float]:
-    """Test AUC and accuracy of a linear decision function X theta (no intercept)."""
+    """Test AUC and accuracy of a linear decision function X theta + intercept (the fit's
+    ``decision_function``: 0 intercept for the models without one)."""
     scores = model.decision_function(split.test.X)
     return {"auc": auc(split.test.y, scores), "accuracy": accuracy(split.test.y, scores)}

@@ -23,7 +23,12 @@ from dpbench.methods.outputs import Intervals, LinearFit
 
 def relmse(X: NDArray, y: NDArray, coef: NDArray) -> float:
     """||X coef - y||^2 / ||y||^2 (the paper's RelMSE)."""
-    return float(np.sum((X @ coef - y) ** 2) / np.sum(y**2))
+    return relmse_of(X @ coef, y)
+
+
+def relmse_of(pred: NDArray, y: NDArray) -> float:
+    """||pred - y||^2 / ||y||^2 for given predictions (a fit's ``decision_function``)."""
+    return float(np.sum((pred - y) ** 2) / np.sum(y**2))
 
 
 def est_error(coef: NDArray, beta: NDArray) -> float:
@@ -48,7 +53,7 @@ def evaluate(model: LinearFit, split: Split) -> dict[str, float]:
     """Estimation error, RelMSE and CI metrics of a fitted linear model."""
     coef = np.asarray(model.coef)
     beta = split.train.truth.get("beta")
-    out = {"relmse": relmse(split.test.X, split.test.y, coef)}
+    out = {"relmse": relmse_of(model.decision_function(split.test.X), split.test.y)}
     if beta is not None:
         out["est_error"] = est_error(coef, np.asarray(beta))
     if model.intervals is not None:
