@@ -119,3 +119,44 @@ def test_bad_queries_are_refused_in_one_line():
         tree.marginal(("a", "zz"))
     with pytest.raises(ValueError, match="repeats"):
         tree.marginal(("a", "a"))
+
+
+# -- workloads and AIM with k-way candidates -------------------------------------------------
+
+def test_all_kway_workloads_and_the_max_cells_filter():
+    from dpbench.methods.marginals.workloads import build_workload
+
+    attrs = ["a", "b", "c", "d", "e"]
+    dom = {"a": 2, "b": 10, "c": 10, "d": 3, "e": 2}
+    assert len(build_workload("all_4way", attrs)) == 5
+    assert build_workload("all_3way", attrs) == build_workload("all_triples", attrs)
+    kept = build_workload("all_4way", attrs, domain=dom, max_cells=500)   # drops the 600s
+    assert kept == [("a", "b", "c", "e"), ("a", "b", "d", "e"), ("a", "c", "d", "e")]
+    with pytest.raises(ValueError, match="every marginal .* more than max_cells=10 cells"):
+        build_workload("all_4way", attrs, domain=dom, max_cells=10)
+    with pytest.raises(ValueError, match=r"workload='all_kway' is unknown; valid: .*all_<k>way"):
+        build_workload("all_kway", attrs)
+    with pytest.raises(ValueError, match=r"k=6 must lie in \[1, 5\]"):
+        build_workload("all_6way", attrs)
+
+
+def test_aim_runs_a_4way_workload_within_budget():
+    from marginal_fixtures import discrete_data
+
+    from dpbench.methods.marginals.aim import AIMSettings, run_aim
+    from dpbench.methods.marginals.workloads import build_workload
+    from dpbench.privacy import Accountant
+
+    dom = {"x1": 3, "x2": 4, "x3": 2, "x4": 3, "y": 2}
+    data = discrete_data(np.random.default_rng(0), 3000, dom, "y")
+    frame = data.discrete[list(dom)]
+    acc = Accountant(2.0, 1e-6, "zcdp")
+    rho = acc.remaining()
+    model = run_aim(frame, dom, build_workload("all_4way", list(dom)), acc,
+                    np.random.default_rng(1),
+                    AIMSettings(max_iters=50, max_model_size=2.0, rounds_per_attribute=4))
+    assert acc.rho_spent <= rho * (1 + 1e-12)
+    chosen = [c.split("|") for c in model.info["measured"]]
+    assert max(len(c) for c in chosen) >= 3       # k-way candidates were selectable
+    sample = model.sample(500, np.random.default_rng(2))
+    assert list(sample.columns) == list(dom) and len(sample) == 500

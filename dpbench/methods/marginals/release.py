@@ -26,7 +26,7 @@ from dpbench.methods.marginals.aim import AIMSettings, run_aim
 from dpbench.methods.marginals.model import MarginalModel
 from dpbench.methods.marginals.mst import MSTSettings, run_mst
 from dpbench.methods.marginals.noise import noise_is_off
-from dpbench.methods.marginals.workloads import WORKLOADS, build_workload
+from dpbench.methods.marginals.workloads import WORKLOADS, build_workload, is_workload
 from dpbench.privacy.accountant import Accountant
 from dpbench.runner.artifacts import current_context
 
@@ -67,13 +67,15 @@ def data_fingerprint(frame: Any, attributes: tuple[str, ...], sizes: Mapping[str
 
 
 def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.Generator, *,
-                      mechanism: str, workload: str, settings: AIMSettings | MSTSettings
-                      ) -> tuple[MarginalModel, dict[str, Any]]:
-    """(model, info): the marginal model of ``data``'s features + target, paid for."""
+                      mechanism: str, workload: str, settings: AIMSettings | MSTSettings,
+                      max_cells: int | None = None) -> tuple[MarginalModel, dict[str, Any]]:
+    """(model, info): the marginal model of ``data``'s features + target, paid for.
+
+    ``max_cells`` drops workload marginals with more cells (AIM only)."""
     if data.discrete is None or data.domain is None or data.encoding is None:
         raise ValueError("marginal-based methods need discrete records with a domain and an "
                          "encoding (datasets loaded by dpbench.data.discrete.load_discrete)")
-    if workload not in WORKLOADS:
+    if not is_workload(workload):
         raise ValueError(f"workload={workload!r}; valid: {', '.join(WORKLOADS)}")
     enc = data.encoding
     attrs = (*enc.attributes, enc.target)
@@ -85,12 +87,15 @@ def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.
         "epsilon": float(accountant.epsilon), "delta": float(accountant.delta),
         "attributes": list(attrs), "sizes": sizes,
     }
+    if max_cells is not None:           # absent when unset: earlier artifacts keep their keys
+        fields["max_cells"] = int(max_cells)
 
     def fit(seed_rng: np.random.Generator) -> MarginalModel:
         ledger = Accountant(accountant.epsilon, accountant.delta, "zcdp")
         t0 = time.perf_counter()
         if mechanism == "aim":
-            w = build_workload(workload, attrs, target=enc.target, domain=sizes)
+            w = build_workload(workload, attrs, target=enc.target, domain=sizes,
+                               max_cells=None if max_cells is None else int(max_cells))
             model = run_aim(frame, sizes, w, ledger, seed_rng, settings)
         else:
             model = run_mst(frame, sizes, ledger, seed_rng, settings)

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 Clique = tuple[str, ...]
 
-WORKLOADS: tuple[str, ...] = ("all_pairs", "target_pairs", "all_triples")
+WORKLOADS: tuple[str, ...] = ("all_pairs", "target_pairs", "all_triples", "all_<k>way")
+_KWAY = re.compile(r"all_([1-9][0-9]*)way")
+
+
+def is_workload(name: str) -> bool:
+    """Whether ``name`` is a workload :func:`build_workload` knows."""
+    return name in WORKLOADS[:3] or _KWAY.fullmatch(name) is not None
 
 
 def canonical(clique: Iterable[str], order: Sequence[str]) -> Clique:
@@ -74,8 +81,11 @@ def build_workload(name: str, attributes: Sequence[str], target: str | None = No
 
     - ``all_pairs``: every 2-way marginal (the DD-SSP paper's workload, Sec. G.2);
     - ``target_pairs``: every (feature, target) pair;
-    - ``all_triples``: every 3-way marginal.
-    ``max_cells`` drops cliques with more cells (needs ``domain``).
+    - ``all_triples``: every 3-way marginal;
+    - ``all_<k>way`` (e.g. ``all_4way``): every k-way marginal (the excess-risk paper's
+      workload is ``all_4way`` with ``max_cells`` 1e6).
+    ``max_cells`` drops cliques with more cells (needs ``domain``); a workload left empty
+    is an error.
     """
     attrs = list(attributes)
     if len(set(attrs)) != len(attrs):
@@ -84,6 +94,8 @@ def build_workload(name: str, attributes: Sequence[str], target: str | None = No
         out = all_kway(attrs, 2)
     elif name == "all_triples":
         out = all_kway(attrs, 3)
+    elif (kway := _KWAY.fullmatch(name)) is not None:
+        out = all_kway(attrs, int(kway.group(1)))
     elif name == "target_pairs":
         if target not in attrs:
             raise ValueError(f"target={target!r} is not among the attributes {attrs}")
@@ -95,7 +107,8 @@ def build_workload(name: str, attributes: Sequence[str], target: str | None = No
             raise ValueError("max_cells needs the domain sizes")
         out = filter_by_size(out, domain, max_cells)
     if not out:
-        raise ValueError(f"workload {name!r} over {attrs} is empty (max_cells={max_cells})")
+        raise ValueError(f"workload {name!r}: every marginal over {attrs} has more than "
+                         f"max_cells={max_cells} cells")
     return sort_cliques(out, attrs)
 
 

@@ -25,7 +25,8 @@ class MarginalMethod(LinearModel):
     """A linear/logistic model fitted from an AIM or MST release (composes in zCDP).
 
     Parameters: ``model`` (linear | logistic), ``mechanism`` (aim | mst),
-    ``workload`` (AIM's; default all 2-way marginals, the paper's), and the
+    ``workload`` (AIM's; default all 2-way marginals, the paper's; ``all_<k>way`` for k-way),
+    ``max_cells`` (drop workload marginals with more cells; None keeps all), and the
     mechanism settings (None keeps the mechanism's default, which is the
     paper's): AIM ``max_model_size`` (MB), ``max_iters``, ``final_iters``,
     ``rounds``, ``rounds_per_attribute``, ``alpha``, ``estimator`` (mrf | mixture),
@@ -36,24 +37,33 @@ class MarginalMethod(LinearModel):
     accounting = "zcdp"
     serves = frozenset({"regression", "inference", "classification"})
     requires = frozenset({"discrete"})
+    #: values of ``model`` this method accepts
+    models: tuple[str, ...] = MODELS
 
     @classmethod
     def tasks_served(cls, params: Mapping[str, Any]) -> frozenset[str]:
         """A linear model serves regression and inference, a logistic one classification."""
-        if params.get("model", "linear") == "logistic":
+        model = params.get("model", "linear")
+        if model == "logistic":
             return frozenset({"classification"})
+        if model == "none":
+            return frozenset()
         return frozenset({"regression", "inference"})
 
     def __init__(self, model: str = "linear", mechanism: str = "aim",
-                 workload: str = "all_pairs", **mechanism_params: Any) -> None:
-        if model not in MODELS:
-            raise ValueError(f"model={model!r}; valid: {', '.join(MODELS)}")
+                 workload: str = "all_pairs", max_cells: float | None = None,
+                 **mechanism_params: Any) -> None:
+        if model not in self.models:
+            raise ValueError(f"model={model!r}; valid: {', '.join(self.models)}")
         full = {k: mechanism_params.pop(k, None) for k in (*AIM_PARAMS, *MST_PARAMS)}
         if mechanism_params:
             raise ValueError(f"unknown parameters {sorted(mechanism_params)}; valid: model, "
                              f"mechanism, workload, {', '.join(sorted(full))}")
         self.settings = build_settings(mechanism, full)
-        super().__init__(model=model, mechanism=mechanism, workload=workload,
+        if max_cells is not None and not float(max_cells) >= 1:
+            raise ValueError(f"max_cells={max_cells} must be >= 1 or None")
+        extra = {} if max_cells is None else {"max_cells": int(max_cells)}
+        super().__init__(model=model, mechanism=mechanism, workload=workload, **extra,
                          **{k: v for k, v in full.items() if v is not None})
         self._info: dict[str, Any] = {}
 
@@ -61,7 +71,8 @@ class MarginalMethod(LinearModel):
                  rng: np.random.Generator) -> MarginalModel:
         released, info = release_marginals(
             data, accountant, rng, mechanism=self.params["mechanism"],
-            workload=self.params["workload"], settings=self.settings)
+            workload=self.params["workload"], settings=self.settings,
+            max_cells=self.params.get("max_cells"))
         self._info = info
         return released
 

@@ -7,6 +7,8 @@ records are encoded like the real ones, and an ordinary non-private model is
 fitted: OLS without intercept (linear) or unpenalised logistic regression
 without intercept (scikit-learn L-BFGS, labels as given by the encoding).
 ``synth_rows`` is the number of rows (None: the release's noisy record count).
+``model: none`` fits nothing: the method then only serves tasks that score the synthetic
+records themselves (``synthetic_utility``, ``tstr``), which get every attribute's codes.
 """
 
 from __future__ import annotations
@@ -19,20 +21,23 @@ from sklearn.linear_model import LogisticRegression
 
 from dpbench.data.base import TabularData
 from dpbench.methods.outputs import LinearFit, SyntheticTable
-from dpbench.methods.regression._marginal import MarginalMethod
+from dpbench.methods.regression._marginal import MODELS, MarginalMethod
 from dpbench.privacy.accountant import Accountant
+
+SYNTHETIC_TASKS = frozenset({"synthetic_utility", "tstr"})
 
 
 class AIMSynth(MarginalMethod):
     """Synthetic-data regression from an AIM (or MST) release; see the module docstring."""
 
-    serves = frozenset({*MarginalMethod.serves, "synthetic_utility"})
+    serves = frozenset({*MarginalMethod.serves, *SYNTHETIC_TASKS})
     produces = (LinearFit, SyntheticTable)
+    models = (*MODELS, "none")
 
     @classmethod
     def tasks_served(cls, params: Mapping[str, Any]) -> frozenset[str]:
         """As the fitted model's kind, plus the synthetic rows' downstream utility."""
-        return MarginalMethod.tasks_served(params) | {"synthetic_utility"}
+        return MarginalMethod.tasks_served(params) | SYNTHETIC_TASKS
 
     def __init__(self, model: str = "linear", mechanism: str = "aim",
                  workload: str = "all_pairs", synth_rows: int | None = None,
@@ -49,7 +54,10 @@ class AIMSynth(MarginalMethod):
         synth = released.sample(rows, rng)
         X, y = data.encoding.encode(synth)
         self.synthetic_ = (X, y)    # the synthetic records (BinAgg Table 3 scores them)
-        if self.params["model"] == "linear":
+        self.synthetic_records_ = synth
+        if self.params["model"] == "none":
+            self.coef_ = np.zeros(X.shape[1])
+        elif self.params["model"] == "linear":
             self.coef_ = np.linalg.lstsq(X, y, rcond=None)[0]
         elif np.unique(y).size < 2:
             self.coef_ = np.zeros(X.shape[1])       # one class only: no direction to learn
