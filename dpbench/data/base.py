@@ -17,6 +17,9 @@ class Encoding:
     For attribute j with m_j levels, the encoded block is ``A_j @ onehot(x_j)``
     (DD-SSP paper, Sec. 3.1): a row vector of level values for scalar features,
     the identity with its first row dropped for reduced one-hot features.
+    ``scheme`` names the rule that built the matrices (dpbench/data/encoding.py SCHEMES)
+    and ``categorical`` its reduced one-hot attributes (ddssp only), so that
+    ``encoding.retarget`` can build the same encoding for another target.
     """
 
     attributes: tuple[str, ...]          # feature attributes in column order
@@ -24,6 +27,8 @@ class Encoding:
     target: str
     target_values: NDArray               # numeric value of each target level
     columns: tuple[str, ...]             # names of the encoded columns
+    scheme: str = "ddssp"
+    categorical: tuple[str, ...] = ()
 
     def encode(self, frame: pd.DataFrame) -> tuple[NDArray, NDArray]:
         """Map integer-coded records to (X, y)."""
@@ -90,7 +95,16 @@ def capabilities(data: TabularData) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class Split:
-    """Train and test parts of one trial's data."""
+    """Train and test parts of one trial's data.
+
+    ``resplits`` > 0 asks the task to score on that many random re-splits of ``train``
+    (each holding out a ``resplit_test_frac`` share as test) instead of on train/test as
+    given. This is the excess-risk paper's protocol (papers/exrisk): the generator is fitted on
+    every row, and the evaluation splits are then drawn from the same rows, so their test
+    rows were seen by the generator. 0 (the default) = use ``train``/``test`` as given.
+    """
 
     train: TabularData
     test: TabularData
+    resplits: int = 0
+    resplit_test_frac: float = 0.2

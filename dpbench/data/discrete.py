@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -41,18 +42,39 @@ def read_discrete(dataset_dir: str, file: str, domain_file: str) -> tuple[pd.Dat
     return frame.astype(np.int64), {a: int(m) for a, m in domain.items()}
 
 
+PROTOCOLS = ("holdout", "paper")
+
+
+def holdout_rows(n: int, test_frac: float) -> int:
+    """Test rows of a fractional split: ceil(test_frac * n), scikit-learn's
+    train_test_split rule (so a task's re-splits and ours hold out the same counts)."""
+    if not 0 < test_frac < 1:
+        raise ValueError(f"test fraction {test_frac!r} must lie in (0, 1)")
+    return int(math.ceil(test_frac * n))
+
+
 def load_discrete(*, rng: np.random.Generator, dataset_dir: str, file: str | Sequence[str],
                   domain_file: str,
-                  target: str, categorical: Sequence[str] = (), target_kind: str = "numeric",
-                  drop: Sequence[str] = (), n_test: int = 1000,
-                  n_train_max: int | None = 50_000) -> Split:
-    """Shuffle-split a discretised table and encode it for regression.
+                  target: str, categorical: Sequence[str] = (), target_kind: str | None = None,
+                  drop: Sequence[str] = (), n_test: int | None = None,
+                  test_frac: float | None = None, n_train_max: int | None = 50_000,
+                  scheme: str = "ddssp", protocol: str = "holdout", resplits: int = 10,
+                  resplit_test_frac: float = 0.2) -> Split:
+    """Split a discretised table and encode it (``scheme``: dpbench/data/encoding.py).
 
-    ``drop`` removes attributes before anything else (e.g. the ``education``
-    column that duplicates the ``education-num`` target in Adult). ``file`` may
-    list several files of one domain (e.g. a repository's train and test parts),
-    which are stacked in the given order before the shuffle-split.
+    ``drop`` removes attributes before anything else (e.g. the ``education`` column that
+    duplicates the ``education-num`` target in Adult). ``file`` may list several files of
+    one domain (e.g. a repository's train and test parts), stacked in the given order.
+
+    ``protocol``: ``holdout`` shuffle-splits off ``n_test`` rows (default 1,000) or a
+    ``test_frac`` share (not both), then caps train at ``n_train_max``. ``paper`` is the
+    excess-risk paper's protocol: train = test = every row (in file order; the holdout
+    settings do not apply), with ``Split.resplits`` = ``resplits`` random re-splits of
+    ``resplit_test_frac`` test rows for the task to score on (see ``Split``).
+    ``target_kind`` None = the scheme's default.
     """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol {protocol!r} unknown; valid: {', '.join(PROTOCOLS)}")
     files = [file] if isinstance(file, str) else list(file)
     parts = [read_discrete(dataset_dir, f, domain_file) for f in files]
     frame, domain = pd.concat([p[0] for p in parts], ignore_index=True), parts[0][1]
@@ -64,8 +86,7 @@ def load_discrete(*, rng: np.random.Generator, dataset_dir: str, file: str | Seq
     domain = {a: m for a, m in domain.items() if a not in set(drop)}
     frame = frame[list(domain)]
     categorical = [c for c in categorical if c in domain]
-    enc = build_encoding(domain, target, categorical, target_kind)
-    train_idx, test_idx = shuffle_split(len(frame), n_test, n_train_max, rng)
+    enc = build_encoding(domain, target, categorical, target_kind, scheme)
     xb = feature_bound(enc)
     yb = float(np.max(np.abs(enc.target_values)))
 
@@ -75,4 +96,17 @@ def load_discrete(*, rng: np.random.Generator, dataset_dir: str, file: str | Seq
         return TabularData(X=X, y=y, x_bound=xb, y_bound=yb, feature_names=enc.columns,
                            target=target, discrete=sub, domain=domain, encoding=enc)
 
+    if protocol == "paper":
+        if int(resplits) < 1:
+            raise ValueError(f"resplits={resplits!r} must be >= 1 under protocol paper")
+        holdout_rows(len(frame), resplit_test_frac)       # validates the fraction
+        every = part(np.arange(len(frame)))
+        return Split(train=every, test=every, resplits=int(resplits),
+                     resplit_test_frac=float(resplit_test_frac))
+    if n_test is not None and test_frac is not None:
+        raise ValueError(f"give n_test ({n_test}) or test_frac ({test_frac}), not both")
+    if test_frac is not None:
+        n_test = holdout_rows(len(frame), test_frac)
+    train_idx, test_idx = shuffle_split(len(frame), 1000 if n_test is None else n_test,
+                                        n_train_max, rng)
     return Split(train=part(train_idx), test=part(test_idx))
