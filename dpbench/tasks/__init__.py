@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from dpbench.methods.outputs import LinearFit, PosteriorDraws, SyntheticTable
-from dpbench.tasks import classification, inference, posterior, regression, synthetic_utility
+from dpbench.tasks import (
+    approximation,
+    classification,
+    inference,
+    posterior,
+    regression,
+    synthetic_utility,
+)
 from dpbench.tasks.base import Task
 
 TASKS: dict[str, Task] = {t.name: t for t in (
@@ -22,6 +29,8 @@ TASKS: dict[str, Task] = {t.name: t for t in (
          metrics=("ks_mean", "ks_max", "rhat_max", "baseline_rhat_max", "ks_theta*",
                   "mean_theta*", "baseline_mean_theta*", "sd_theta*", "baseline_sd_theta*"),
          primary="ks_mean", higher_is_better=False),
+    Task("approximation", LinearFit, approximation.evaluate,
+         metrics=("max_abs_error", "coef_*"), primary="max_abs_error", higher_is_better=False),
 )}
 
 __all__ = ["TASKS", "Task"]

@@ -26,7 +26,8 @@ from dpbench.tasks import TASKS
 # small shipped datasets, one or more per task, tried in order
 SMOKE_DATA = [("regression", "adult"), ("classification", "adult"),
               ("inference", "binagg_sim_d5"), ("synthetic_utility", "binagg_liver"),
-              ("posterior", "bayesglm_synth_logistic"), ("posterior", "bayesglm_synth_poisson")]
+              ("posterior", "bayesglm_synth_logistic"), ("posterior", "bayesglm_synth_poisson"),
+              ("approximation", "exrisk_fig1_grid")]
 
 
 def _view(dataset: str, task: str) -> dict:
