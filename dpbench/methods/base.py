@@ -102,7 +102,8 @@ class LinearModel(Method):
 
     Produces :class:`LinearFit`; methods with confidence intervals set ``stderr_``/``ci_``
     (and ``naive_coef_``/``naive_stderr_``/``naive_ci_``), tuned ones ``grid_coefs_``;
-    those that also produce :class:`SyntheticTable` set ``synthetic_ = (X, y)``.
+    those that also produce :class:`SyntheticTable` set ``synthetic_ = (X, y)`` (and
+    ``synthetic_records_``, the integer codes of every attribute, when they have them).
     """
 
     serves = frozenset({"regression", "inference"})
@@ -118,7 +119,8 @@ class LinearModel(Method):
                 grid=getattr(self, "grid_coefs_", None), intercept=float(self.intercept_))
         if kind is SyntheticTable and kind in self.produces:
             X, y = self.synthetic_
-            return SyntheticTable(np.asarray(X), np.asarray(y))  # type: ignore[return-value]
+            return SyntheticTable(  # type: ignore[return-value]
+                np.asarray(X), np.asarray(y), getattr(self, "synthetic_records_", None))
         return super().output(kind)
 
     def decision_function(self, X: NDArray) -> NDArray:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 
@@ -59,10 +60,13 @@ class LinearFit:
 
 @dataclass(frozen=True)
 class SyntheticTable:
-    """Synthetic records (X, y) in the encoding of the real data."""
+    """Synthetic records (X, y) in the encoding of the real data; ``records``, when the
+    generator has them, are the integer codes of every attribute (a task can then score
+    other targets or marginals of the same synthetic set)."""
 
     X: NDArray
     y: NDArray
+    records: pd.DataFrame | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

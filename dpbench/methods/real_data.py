@@ -21,5 +21,6 @@ class RealData(LinearModel):
 
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
         self.synthetic_ = (data.X, data.y)
+        self.synthetic_records_ = data.discrete
         self.coef_ = np.linalg.lstsq(data.X, data.y, rcond=None)[0]
         return self

@@ -284,9 +284,10 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
     task = exp.task
     if task not in TASKS:
         raise ConfigError(f"unknown task {task!r}; valid: {', '.join(sorted(TASKS))}")
-    task_params = dict(_get(exp, "task_params") or {})
+    task_params = dataset_task_params(exp, profile_datasets(cfg))
     try:
-        TASKS[task].resolve_params(task_params)
+        for given in task_params.values():
+            TASKS[task].resolve_params(given)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     unit = cfg.get("budget_unit", "epsilon")
@@ -299,7 +300,7 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
     def method(name: str) -> dict[str, Any]:
         return _with_target("method", name, load_entry("method", name))
 
-    datasets = axis_points(_as_list(_get(cfg, "datasets"), "datasets"), "dataset", dataset,
+    datasets = axis_points(profile_datasets(cfg), "dataset", dataset,
                            sweep_points(_get(cfg, "dataset_sweep"), "dataset"))
     methods = axis_points(_as_list(_get(cfg, "methods"), "methods"), "method", method,
                           sweep_points(_get(cfg, "method_sweep"), "method"))
@@ -322,12 +323,42 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
                         dataset_params=dparams, method=m.id,
                         method_target=m.entry["_target_"], method_params=mparams,
                         task=task, epsilon=float(eps), delta=cfg.delta,
-                        budget_unit=unit, trial=t, task_params=task_params,
+                        budget_unit=unit, trial=t, task_params=task_params[d.name],
                         key_as={**d.pin, **m.pin},
                         meta={"dataset_label": d.label, "method_label": m.label,
                               "dataset_sweep": d.point, "method_sweep": m.point},
                     ))
     return specs
+
+
+def profile_datasets(cfg: DictConfig) -> list[Any]:
+    """The experiment's datasets, narrowed to the profile's ``datasets`` when it names some
+    (e.g. an experiment's smoke profile keeping its two smallest datasets)."""
+    listed = _as_list(_get(cfg, "datasets"), "datasets")
+    keep = cfg.profile.get("datasets")
+    if keep is None:
+        return listed
+    names = [str(next(iter(d))) if isinstance(d, Mapping) else str(d) for d in listed]
+    keep = [str(k) for k in keep]
+    stray = [k for k in keep if k not in names]
+    if stray:
+        raise ConfigError(f"profile {cfg.profile.name!r} keeps dataset {stray[0]!r}, which "
+                          f"the experiment does not list; valid: {', '.join(names)}")
+    return [d for d, n in zip(listed, names, strict=True) if n in keep]
+
+
+def dataset_task_params(exp: Any, datasets: list[Any]) -> dict[str, dict[str, Any]]:
+    """Task parameters per dataset name: the experiment's ``task_params``, updated by its
+    ``task_params_by_dataset: {dataset: {param: value}}`` (a parameter whose value depends
+    on the data, such as which extra targets exist)."""
+    names = [str(next(iter(d))) if isinstance(d, Mapping) else str(d) for d in datasets]
+    common = dict(_get(exp, "task_params") or {})
+    by = dict(_get(exp, "task_params_by_dataset") or {})
+    stray = sorted(set(by) - set(names))
+    if stray:
+        raise ConfigError(f"task_params_by_dataset names {stray[0]!r}, which is not among the "
+                          f"experiment's datasets; valid: {', '.join(names)}")
+    return {n: {**common, **dict(by.get(n) or {})} for n in names}
 
 
 def _with_target(group: str, name: str, entry: dict[str, Any]) -> dict[str, Any]:

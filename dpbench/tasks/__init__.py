@@ -10,6 +10,7 @@ from dpbench.tasks import (
     posterior,
     regression,
     synthetic_utility,
+    tstr,
 )
 from dpbench.tasks.base import Task
 
@@ -31,6 +32,12 @@ TASKS: dict[str, Task] = {t.name: t for t in (
          primary="ks_mean", higher_is_better=False),
     Task("approximation", LinearFit, approximation.evaluate,
          metrics=("max_abs_error", "coef_*"), primary="max_abs_error", higher_is_better=False),
+    Task("tstr", SyntheticTable, tstr.evaluate,
+         metrics=("accuracy", "roc_auc", "risk", "excess_risk", "real_accuracy",
+                  "real_roc_auc", "real_risk", "l1_norm", "tv", "n_synthetic", "accuracy_*",
+                  "roc_auc_*", "risk_*", "excess_risk_*", "real_*"),
+         primary="excess_risk", higher_is_better=False, requires=frozenset({"discrete"}),
+         params={"targets": (), "workload": None, "max_cells": None}),
 )}
 
 __all__ = ["TASKS", "Task"]

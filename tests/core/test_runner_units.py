@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from omegaconf import open_dict
 
 from dpbench.cli import compose_config
 from dpbench.runner.execute import resolve_delta
@@ -115,6 +116,27 @@ def test_experiment_profile_block_and_command_line_precedence(tmp_path: Path) ->
     explicit = OmegaConf.merge(cfg, exp)
     apply_experiment_profile(explicit, ["profile.trials=2"])
     assert explicit.profile.trials == 2
+
+
+def test_profile_datasets_and_per_dataset_task_params() -> None:
+    from omegaconf import OmegaConf
+
+    cfg = compose_config(["experiment=exrisk_table2", "profile=smoke"])
+    assert {s.dataset for s in expand(cfg)} == {"mpdp_compas", "mpdp_heart"}
+    by = {"experiment": {"task_params_by_dataset": {"mpdp_compas": {"targets": ["sex"]}}}}
+    with open_dict(cfg):
+        specs = expand(OmegaConf.merge(cfg, by))
+    params = {s.dataset: s.task_params for s in specs}
+    assert params["mpdp_compas"]["targets"] == ["sex"]
+    assert "targets" not in params["mpdp_heart"]
+    assert params["mpdp_heart"]["workload"] == "all_4way"          # the common ones stay
+    stray = {"experiment": {"task_params_by_dataset": {"adult": {"targets": ["sex"]}}}}
+    with pytest.raises(ConfigError, match="names 'adult', which is not among.*mpdp_compas"):
+        expand(OmegaConf.merge(cfg, stray))
+    with open_dict(cfg):
+        cfg.profile.datasets = ["nope"]
+    with pytest.raises(ConfigError, match="keeps dataset 'nope'.*valid: mpdp_adult"):
+        expand(cfg)
 
 
 def test_peak_rss_is_per_trial() -> None:
