@@ -102,9 +102,12 @@ class Split:
     given. This is the excess-risk paper's protocol (papers/exrisk): the generator is fitted on
     every row, and the evaluation splits are then drawn from the same rows, so their test
     rows were seen by the generator. 0 (the default) = use ``train``/``test`` as given.
+    ``resplit_seed`` (drawn by the loader from the trial's data generator) seeds them: every
+    method and epsilon of a trial is scored on the same re-splits, each trial on its own.
     """
 
     train: TabularData
     test: TabularData
     resplits: int = 0
     resplit_test_frac: float = 0.2
+    resplit_seed: int = 0

@@ -102,7 +102,8 @@ def load_discrete(*, rng: np.random.Generator, dataset_dir: str, file: str | Seq
         holdout_rows(len(frame), resplit_test_frac)       # validates the fraction
         every = part(np.arange(len(frame)))
         return Split(train=every, test=every, resplits=int(resplits),
-                     resplit_test_frac=float(resplit_test_frac))
+                     resplit_test_frac=float(resplit_test_frac),
+                     resplit_seed=int(rng.integers(2**63)))
     if n_test is not None and test_frac is not None:
         raise ValueError(f"give n_test ({n_test}) or test_frac ({test_frac}), not both")
     if test_frac is not None:

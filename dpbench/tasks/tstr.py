@@ -9,8 +9,9 @@ on real test rows. The same model fitted on the real training rows of the same s
 non-private reference ("Real"), so ``excess_risk`` = risk(synthetic) - risk(real) is paired.
 
 Splits: with ``split.resplits = R > 0`` (a protocol where the generator saw every row) the
-real rows are re-split R times (split r draws its test share from seed r, the same for every
-method, eps and trial) and the synthetic model trains on a random ``1 - resplit_test_frac``
+real rows are re-split R times (seeded by ``split.resplit_seed``: the same re-splits for
+every method and eps of a trial, new ones in each trial) and the synthetic model trains on
+a random ``1 - resplit_test_frac``
 share of the synthetic rows; with R = 0 it trains on every synthetic row and the real split
 is ``train``/``test`` as given. Metrics are means over the splits.
 
@@ -33,6 +34,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dpbench.data.base import Split
+from dpbench.data.discrete import holdout_rows
 from dpbench.data.encoding import retarget
 from dpbench.methods.marginals.data import data_marginal
 from dpbench.methods.marginals.workloads import build_workload
@@ -89,11 +91,11 @@ def _splits(split: Split, n_syn: int):
         return
     pool = split.train.discrete
     n, frac = len(pool), split.resplit_test_frac
-    n_test = max(1, int(round(frac * n)))
+    n_test = holdout_rows(n, frac)
+    n_keep = max(1, n_syn - holdout_rows(n_syn, frac)) if n_syn > 1 else n_syn
     for r in range(split.resplits):
-        perm = np.random.default_rng(r).permutation(n)
-        keep = np.random.default_rng([r, 1]).permutation(n_syn)[: max(1, n_syn - int(round(
-            frac * n_syn)))]
+        perm = np.random.default_rng([split.resplit_seed, r, 0]).permutation(n)
+        keep = np.random.default_rng([split.resplit_seed, r, 1]).permutation(n_syn)[:n_keep]
         yield (pool.iloc[np.sort(perm[n_test:])], pool.iloc[np.sort(perm[:n_test])],
                np.sort(keep))
 
