@@ -3,7 +3,9 @@ dataset, one line per method; with its Markdown/LaTeX table of the same numbers.
 
 Keys: ``metric`` (frame column, required), ``ylabel`` (default: the metric), ``logx``
 (default true), ``logy`` (default false), ``table`` (write .md/.tex, default true),
-``title``, ``note`` (printed under the figure and in the table).
+``title``, ``note`` (printed under the figure and in the table), ``reference`` (another
+metric of the same trials drawn per method as a dashed grey line with its ± s.e. band, e.g.
+a non-private reference the task computes on the same split; ``reference_label`` names it).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def metric_vs_eps(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[P
             style = f"-{marker[method]}" if private.get(method, True) else "--"
             ax.errorbar(g["epsilon"], g["mean"], yerr=g["se"].fillna(0), fmt=style, ms=5,
                         mfc="none", capsize=3, label=str(g["method_label"].iloc[0]))
+        if fig.get("reference"):
+            _reference(ax, frame[frame["dataset_label"] == dlabel], fig)
         ax.set_title(dlabel)
         ax.set_xlabel(UNIT_SYMBOL.get(unit, unit))
         ax.set_ylabel(fig.get("ylabel", metric))
@@ -69,3 +73,16 @@ def metric_vs_eps(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[P
         title = f"{fig.get('title', fig['name'])}: {fig.get('ylabel', metric)} (mean ± s.e.)"
         paths += write_tables(summary, out / fig["name"], title, unit, note=fig.get("note"))
     return paths
+
+
+def _reference(ax: Any, rows: pd.DataFrame, fig: dict[str, Any]) -> None:
+    """The ``reference`` metric pooled over every trial of the panel: a horizontal dashed
+    line at its mean with a ± s.e. band (one value per trial and epsilon)."""
+    ref = summarise(rows, fig["reference"])
+    if ref.empty:
+        return
+    mean = float(ref["mean"].mean())
+    se = float(ref["se"].fillna(0).mean())
+    ax.axhline(mean, ls="--", color="0.35", lw=1,
+               label=str(fig.get("reference_label", fig["reference"])))
+    ax.axhspan(mean - se, mean + se, color="0.35", alpha=0.12, lw=0)

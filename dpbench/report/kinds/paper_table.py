@@ -26,7 +26,10 @@ Spec keys:
   default the label), ``digits`` (our fixed decimals, default 3), ``format`` (the cell
   from ``{ours}``, ``{paper}``, ``{z}``, ``{at}``, ``{paper_at}``), ``format_nopaper``
   (the format when the paper has no number), or ``others: true`` (one ``mean_se`` column
-  per method no other column names, sorted, with this entry's metric and digits).
+  per method no other column names, sorted, with this entry's metric and digits);
+  ``epsilon``: only our trials at that epsilon, compared with the paper's number printed
+  at it (one column per epsilon; ``paper_epsilon`` sets the paper's epsilon apart, null
+  for a number printed without one).
 
 Stats: ``mean_se`` (mean ± s.e. over trials); ``sd`` (sd over trials ± sd/sqrt(2(n-1)));
 ``coverage`` (mean of a 0/1 column ± binomial s.e. at the mean of ours and the paper's);
@@ -83,17 +86,21 @@ class Paper:
         return bool(len(mine)) and not bool(mine["comparable"].all())
 
     def find(self, dataset: str, method: str | None, metric: str, stat: str,
-             proxies: bool = False) -> pd.DataFrame:
-        """The comparable rows (with ``proxies``: the not comparable ones too)."""
+             proxies: bool = False, epsilon: float | None = None) -> pd.DataFrame:
+        """The comparable rows (with ``proxies``: the not comparable ones too); with
+        ``epsilon``, only the rows printed at that epsilon."""
         r = self.rows
         hit = r[(r["dataset"] == dataset) & (r["metric"] == metric) & (r["stat"] == stat)
                 & (r["comparable"] | proxies)]
+        if epsilon is not None:
+            hit = hit[np.isclose(hit["epsilon"].astype(float), float(epsilon))]
         return hit if method is None else hit[hit["method"] == method]
 
     def value(self, dataset: str, method: str | None, metric: str, stat: str,
-              proxies: bool = False) -> tuple[float | None, int, str | None]:
+              proxies: bool = False, epsilon: float | None = None
+              ) -> tuple[float | None, int, str | None]:
         """The printed value, its digits and the row's method (None, 3, None if absent)."""
-        hit = self.find(dataset, method, metric, stat, proxies)
+        hit = self.find(dataset, method, metric, stat, proxies, epsilon)
         if hit.empty:
             return None, 3, None
         row = hit.iloc[0]
@@ -106,7 +113,7 @@ def _label(frame: pd.DataFrame, column: str, value: Any) -> str:
 
 
 def _columns(frame: pd.DataFrame, spec: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The column specs with ``others`` expanded and absent methods left out."""
+    """The column specs with ``others`` expanded and absent methods or epsilons left out."""
     named = {c["method"] for c in spec if "method" in c}
     present = set(frame["method"])
     out: list[dict[str, Any]] = []
@@ -114,7 +121,9 @@ def _columns(frame: pd.DataFrame, spec: list[Mapping[str, Any]]) -> list[dict[st
         if c.get("others"):
             base = {k: v for k, v in c.items() if k != "others"}
             out += [{**base, "method": m} for m in sorted(present - named)]
-        elif "method" not in c or c["method"] in present or c.get("always"):
+        elif c.get("always") or (("method" not in c or c["method"] in present)
+                                 and (c.get("epsilon") is None or bool(np.isclose(
+                                     frame["epsilon"].astype(float), float(c["epsilon"])).any()))):
             out.append(dict(c))
     for c in out:
         if "header" not in c:
@@ -137,7 +146,11 @@ def _cell(rows: pd.DataFrame, col: dict[str, Any], ctx: dict[str, Any], paper: P
     metric = str(col.get("metric", "")).format(**ctx)
     method = col.get("paper_method", col.get("method", ctx.get("method")))
     pstat = col.get("paper_stat", stat)
-    p, pdigits, pmethod = (paper.value(ctx["dataset"], method, metric, pstat)
+    eps = col.get("epsilon")
+    if eps is not None:
+        rows = rows[np.isclose(rows["epsilon"].astype(float), float(eps))]
+    peps = col.get("paper_epsilon", eps)
+    p, pdigits, pmethod = (paper.value(ctx["dataset"], method, metric, pstat, epsilon=peps)
                            if stat not in ("min_max_median", "ranking") else (None, 3, None))
     fields: dict[str, Any] = {"at": "", "paper_at": "", "paper": printed(p, pdigits)}
     m, se = math.nan, math.nan
