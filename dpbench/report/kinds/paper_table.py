@@ -28,8 +28,7 @@ Spec keys:
   (the format when the paper has no number), or ``others: true`` (one ``mean_se`` column
   per method no other column names, sorted, with this entry's metric and digits);
   ``epsilon``: only our trials at that epsilon, compared with the paper's number printed
-  at it (one column per epsilon; ``paper_epsilon`` sets the paper's epsilon apart, null
-  for a number printed without one).
+  at it (one column per epsilon).
 
 Stats: ``mean_se`` (mean ± s.e. over trials); ``sd`` (sd over trials ± sd/sqrt(2(n-1)));
 ``coverage`` (mean of a 0/1 column ± binomial s.e. at the mean of ours and the paper's);
@@ -149,8 +148,7 @@ def _cell(rows: pd.DataFrame, col: dict[str, Any], ctx: dict[str, Any], paper: P
     eps = col.get("epsilon")
     if eps is not None:
         rows = rows[np.isclose(rows["epsilon"].astype(float), float(eps))]
-    peps = col.get("paper_epsilon", eps)
-    p, pdigits, pmethod = (paper.value(ctx["dataset"], method, metric, pstat, epsilon=peps)
+    p, pdigits, pmethod = (paper.value(ctx["dataset"], method, metric, pstat, epsilon=eps)
                            if stat not in ("min_max_median", "ranking") else (None, 3, None))
     fields: dict[str, Any] = {"at": "", "paper_at": "", "paper": printed(p, pdigits)}
     m, se = math.nan, math.nan
