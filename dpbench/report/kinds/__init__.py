@@ -1,10 +1,11 @@
 """Figure and table kinds: ``KINDS[kind](frame, fig, out) -> written paths``.
 
 A kind draws only from the results frame (``report.frame``) and a paper's printed numbers
-(``report.numbers``), and writes through ``report.render``; its keys are documented in its
-module. No kind imports a method module, another kind, or names a paper, dataset or
-method: those live in the figure specs (``conf/figure/*.yaml`` or an experiment's inline
-``figures:``) and ``papers/<paper>/``.
+(``report.numbers``; ``function_approx`` also evaluates the target function the frame
+names, from ``dpbench.data.functions``), and writes through ``report.render``; its keys
+are documented in its module. No kind imports a method module, another kind, or names a
+paper, dataset or method: those live in the figure specs (``conf/figure/*.yaml`` or an
+experiment's inline ``figures:``) and ``papers/<paper>/``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from dpbench.report.kinds.function_approx import function_approx
 from dpbench.report.kinds.histogram import histogram
 from dpbench.report.kinds.metric_vs_eps import metric_vs_eps
 from dpbench.report.kinds.metric_vs_param import metric_vs_param
@@ -30,4 +32,5 @@ KINDS: dict[str, Builder] = {
     "posterior_ecdf": posterior_ecdf,
     "posterior_density": posterior_density,
     "paper_table": paper_table,
+    "function_approx": function_approx,
 }
