@@ -92,29 +92,45 @@ def grid(cfg: DictConfig) -> list[TrialSpec]:
 def preflight(specs: Sequence[TrialSpec]) -> None:
     """Load every dataset once and build every method before any trial runs.
 
-    Catches missing or corrupted data files and bad method parameters up front,
-    so a bad invocation changes nothing in the store.
+    Catches missing or corrupted data files, bad method parameters and methods that cannot
+    run on a dataset (``Method.check_data``) up front, so a bad invocation changes nothing in
+    the store.
     """
     import numpy as np
 
     from dpbench.runner.execute import import_object
+    from dpbench.tasks import TASKS
 
-    seen_d: set[str] = set()
-    seen_m: set[str] = set()
+    def mkey(s: TrialSpec) -> str:
+        return f"{s.method_target}|{sorted(s.method_params.items())}"
+
+    methods: dict[str, object] = {}
+    by_data: dict[str, list[TrialSpec]] = {}
     for s in specs:
-        dkey = f"{s.dataset_target}|{sorted(s.dataset_params.items())}"
-        if dkey not in seen_d:
-            seen_d.add(dkey)
+        by_data.setdefault(f"{s.dataset}|{s.dataset_target}|"
+                           f"{sorted(s.dataset_params.items())}", []).append(s)
+        if mkey(s) not in methods:
             try:
-                import_object(s.dataset_target)(rng=np.random.default_rng(0), **s.dataset_params)
-            except (DataError, ValueError, TypeError, FileNotFoundError) as exc:
-                raise UserError(f"dataset {s.dataset!r}: {exc}") from None
-        if s.method not in seen_m:
-            seen_m.add(s.method)
-            try:
-                import_object(s.method_target)(**s.method_params)
+                methods[mkey(s)] = import_object(s.method_target)(**s.method_params)
             except (ValueError, TypeError) as exc:
                 raise UserError(f"method {s.method!r}: {exc}") from None
+    for group in by_data.values():            # one dataset in memory at a time
+        first = group[0]
+        try:
+            split = import_object(first.dataset_target)(rng=np.random.default_rng(0),
+                                                         **first.dataset_params)
+        except (DataError, ValueError, TypeError, FileNotFoundError) as exc:
+            raise UserError(f"dataset {first.dataset!r}: {exc}") from None
+        try:
+            TASKS[first.task].check_split(split, first.task_params)
+        except ValueError as exc:
+            raise UserError(f"task {first.task!r} on dataset {first.dataset!r}: {exc}") from None
+        for s in {mkey(s): s for s in group}.values():
+            try:
+                methods[mkey(s)].check_data(split.train)
+            except ValueError as exc:
+                raise UserError(f"method {s.method!r} on dataset {first.dataset!r}: "
+                                f"{exc}") from None
 
 
 def pending(specs: Sequence[TrialSpec], store: ResultStore) -> list[TrialSpec]:

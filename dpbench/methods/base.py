@@ -87,6 +87,11 @@ class Method(ABC):
             return f"needs data with {', '.join(missing)}"
         return None
 
+    def check_data(self, data: TabularData) -> None:
+        """Raise a one-line ValueError if this configured method cannot run on ``data`` (the
+        runner calls it on every dataset before any trial starts; default: no check)."""
+        del data
+
     def info(self) -> dict[str, Any]:
         """Extra JSON-serialisable facts worth storing with the trial (default none)."""
         return {}

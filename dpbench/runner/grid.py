@@ -333,18 +333,19 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
 
 def profile_datasets(cfg: DictConfig) -> list[Any]:
     """The experiment's datasets, narrowed to the profile's ``datasets`` when it names some
-    (e.g. an experiment's smoke profile keeping its two smallest datasets)."""
+    (e.g. an experiment's smoke profile keeping its two smallest datasets); a list given on
+    the command line is narrowed the same way, and must keep at least one."""
     listed = _as_list(_get(cfg, "datasets"), "datasets")
     keep = cfg.profile.get("datasets")
     if keep is None:
         return listed
     names = [str(next(iter(d))) if isinstance(d, Mapping) else str(d) for d in listed]
-    keep = [str(k) for k in keep]
-    stray = [k for k in keep if k not in names]
-    if stray:
-        raise ConfigError(f"profile {cfg.profile.name!r} keeps dataset {stray[0]!r}, which "
-                          f"the experiment does not list; valid: {', '.join(names)}")
-    return [d for d, n in zip(listed, names, strict=True) if n in keep]
+    keep = {str(k) for k in keep}
+    out = [d for d, n in zip(listed, names, strict=True) if n in keep]
+    if not out:
+        raise ConfigError(f"profile {cfg.profile.name!r} keeps datasets {sorted(keep)}, none "
+                          f"of which is listed; listed: {', '.join(names)}")
+    return out
 
 
 def dataset_task_params(exp: Any, datasets: list[Any]) -> dict[str, dict[str, Any]]:

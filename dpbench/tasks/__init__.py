@@ -37,7 +37,7 @@ TASKS: dict[str, Task] = {t.name: t for t in (
                   "real_roc_auc", "real_risk", "l1_norm", "tv", "n_synthetic", "accuracy_*",
                   "roc_auc_*", "risk_*", "excess_risk_*", "real_*"),
          primary="excess_risk", higher_is_better=False, requires=frozenset({"discrete"}),
-         params={"targets": (), "workload": None, "max_cells": None}),
+         params={"targets": (), "workload": None, "max_cells": None}, check=tstr.check),
 )}
 
 __all__ = ["TASKS", "Task"]

@@ -33,6 +33,9 @@ class Task:
     higher_is_better: bool
     requires: frozenset[str] = frozenset()
     params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    #: ``check(split, **params)`` raises a one-line ValueError if the task cannot score this
+    #: data with these parameters (run before any trial starts); None = nothing to check
+    check: Callable[..., None] | None = None
 
     def __post_init__(self) -> None:
         if self.primary not in self.metrics:
@@ -46,6 +49,11 @@ class Task:
             raise ValueError(f"task {self.name!r} has no parameter {unknown[0]!r}; valid: "
                              f"{', '.join(sorted(self.params)) or '(none)'}")
         return {**self.params, **given}
+
+    def check_split(self, split: Split, params: Mapping[str, Any]) -> None:
+        """``check`` on a loaded split (a no-op for tasks without one)."""
+        if self.check is not None:
+            self.check(split, **self.resolve_params(params))
 
     def score(self, output: Any, split: Split, params: Mapping[str, Any]) -> dict[str, float]:
         """``evaluate`` on an output of the kind this task needs."""

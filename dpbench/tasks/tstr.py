@@ -47,17 +47,13 @@ PROB_CLIP = 1e-15           # log-loss of a probability 0 or 1 (scikit-learn's c
 def evaluate(output: SyntheticTable, split: Split, targets: Sequence[str] = (),
              workload: str | None = None, max_cells: float | None = None) -> dict[str, float]:
     """TSTR metrics of ``output``'s synthetic records on ``split`` (module docstring)."""
-    real = split.train
-    if output.records is None or real.discrete is None or real.encoding is None:
+    if output.records is None:
         raise ValueError("the tstr task needs synthetic records with every attribute's codes "
-                         "and discrete real data (a marginal-based generator on a dataset "
-                         "that provides `discrete`)")
+                         "(a generator that keeps them, e.g. a marginal-based one)")
+    check(split, targets, workload, max_cells)
+    real = split.train
     domain = dict(real.domain)
     main = real.encoding.target
-    unknown = [t for t in targets if t not in domain]
-    if unknown:
-        raise ValueError(f"tstr targets {unknown} are not attributes of the data; "
-                         f"valid: {', '.join(domain)}")
     syn = output.records[list(domain)]
     out: dict[str, float] = {"n_synthetic": float(len(syn))}
     for t in dict.fromkeys([main, *targets]):
@@ -67,6 +63,23 @@ def evaluate(output: SyntheticTable, split: Split, targets: Sequence[str] = (),
     if workload is not None:
         out.update(marginal_errors(real.discrete, syn, domain, workload, max_cells))
     return out
+
+
+def check(split: Split, targets: Sequence[str] = (), workload: str | None = None,
+          max_cells: float | None = None) -> None:
+    """One-line ValueError unless the data are discrete, every target is an attribute and
+    the workload keeps at least one marginal (the runner calls this before any trial)."""
+    real = split.train
+    if real.discrete is None or real.encoding is None or real.domain is None:
+        raise ValueError("the tstr task needs discrete real data (a dataset that provides "
+                         "`discrete`)")
+    unknown = [t for t in targets if t not in real.domain]
+    if unknown:
+        raise ValueError(f"tstr targets {unknown} are not attributes of the data; "
+                         f"valid: {', '.join(real.domain)}")
+    if workload is not None:
+        build_workload(workload, list(real.domain), domain=dict(real.domain),
+                       max_cells=None if max_cells is None else int(max_cells))
 
 
 def _target_scores(syn: pd.DataFrame, split: Split, target: str) -> dict[str, float]:
@@ -173,4 +186,4 @@ def marginal_errors(real: pd.DataFrame, syn: pd.DataFrame, domain: dict[str, int
     return {"l1_norm": float(np.mean(l1)), "tv": float(np.mean(l1) / 2)}
 
 
-__all__ = ["evaluate", "marginal_errors"]
+__all__ = ["check", "evaluate", "marginal_errors"]

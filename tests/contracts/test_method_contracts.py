@@ -25,7 +25,8 @@ from dpbench.tasks import TASKS
 
 # small shipped datasets, one or more per task, tried in order
 SMOKE_DATA = [("regression", "adult"), ("classification", "adult"),
-              ("inference", "binagg_sim_d5"), ("synthetic_utility", "binagg_liver"),
+              ("inference", "binagg_sim_d5"), ("tstr", "mpdp_compas"),
+              ("synthetic_utility", "binagg_liver"),
               ("posterior", "bayesglm_synth_logistic"), ("posterior", "bayesglm_synth_poisson"),
               ("approximation", "exrisk_fig1_grid")]
 

@@ -83,3 +83,23 @@ def test_default_experiment_and_paper_form_compose() -> None:
 
     assert compose_config([]).experiment.name == "linreg_adult"
     assert compose_config(["experiment=ddssp/logreg_adult"]).experiment.name == "logreg_adult"
+
+
+@pytest.mark.parametrize(("overrides", "must_name", "must_list"), [
+    # a 4-way workload that max_cells leaves empty on this dataset's domain
+    (["datasets=[mpdp_compas]", "method_sweep={max_cells:[10]}"], "max_cells=10",
+     "every marginal over"),
+    # the tstr task's extra target that the dataset does not have
+    (["datasets=[mpdp_compas]",
+      "experiment.task_params_by_dataset={mpdp_compas:{targets:[nope]}}"], "nope", "valid:"),
+])
+def test_excess_risk_inputs_are_refused_before_any_trial(seeded: Path, overrides: list[str],
+                                                          must_name: str,
+                                                          must_list: str) -> None:
+    before = _snapshot(seeded)
+    proc = run_cli("run", "experiment=exrisk_table2", "profile=smoke", *overrides,
+                   f"results_dir={seeded}")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and must_name in lines[0] and must_list in lines[0], proc.stderr
+    assert _snapshot(seeded) == before

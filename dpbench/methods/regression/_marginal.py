@@ -16,6 +16,7 @@ from dpbench.methods.marginals.release import (
     build_settings,
     release_marginals,
 )
+from dpbench.methods.marginals.workloads import build_workload
 from dpbench.privacy.accountant import Accountant
 
 MODELS = ("linear", "logistic")
@@ -66,6 +67,16 @@ class MarginalMethod(LinearModel):
         super().__init__(model=model, mechanism=mechanism, workload=workload, **extra,
                          **{k: v for k, v in full.items() if v is not None})
         self._info: dict[str, Any] = {}
+
+    def check_data(self, data: TabularData) -> None:
+        """The workload must keep at least one marginal on this data's domain (``max_cells``)."""
+        if self.params["mechanism"] != "aim" or data.discrete is None or data.encoding is None:
+            return
+        enc = data.encoding
+        attrs = [*enc.attributes, enc.target]
+        build_workload(self.params["workload"], attrs, target=enc.target,
+                       domain={a: int(data.domain[a]) for a in attrs},
+                       max_cells=self.params.get("max_cells"))
 
     def _release(self, data: TabularData, accountant: Accountant,
                  rng: np.random.Generator) -> MarginalModel:
