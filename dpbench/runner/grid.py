@@ -331,6 +331,11 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
     return specs
 
 
+def entry_name(item: Any) -> str:
+    """The yaml name of a grid list item: ``name`` or a per-entry sweep ``{name: {...}}``."""
+    return str(next(iter(item))) if isinstance(item, Mapping) else str(item)
+
+
 def profile_datasets(cfg: DictConfig) -> list[Any]:
     """The experiment's datasets, narrowed to the profile's ``datasets`` when it names some
     (e.g. an experiment's smoke profile keeping its two smallest datasets); a list given on
@@ -339,7 +344,7 @@ def profile_datasets(cfg: DictConfig) -> list[Any]:
     keep = cfg.profile.get("datasets")
     if keep is None:
         return listed
-    names = [str(next(iter(d))) if isinstance(d, Mapping) else str(d) for d in listed]
+    names = [entry_name(d) for d in listed]
     keep = {str(k) for k in keep}
     out = [d for d, n in zip(listed, names, strict=True) if n in keep]
     if not out:
@@ -352,7 +357,7 @@ def dataset_task_params(exp: Any, datasets: list[Any]) -> dict[str, dict[str, An
     """Task parameters per dataset name: the experiment's ``task_params``, updated by its
     ``task_params_by_dataset: {dataset: {param: value}}`` (a parameter whose value depends
     on the data, such as which extra targets exist)."""
-    names = [str(next(iter(d))) if isinstance(d, Mapping) else str(d) for d in datasets]
+    names = [entry_name(d) for d in datasets]
     common = dict(_get(exp, "task_params") or {})
     by = dict(_get(exp, "task_params_by_dataset") or {})
     stray = sorted(set(by) - set(names))

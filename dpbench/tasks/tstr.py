@@ -3,8 +3,8 @@
 The method's output is a :class:`SyntheticTable` whose ``records`` hold every attribute's
 integer codes. For each target (the data's own, then ``targets``) the synthetic records and
 the real rows are encoded with the data's encoding scheme for that target
-(``data.encoding.retarget``), and scikit-learn's default ``LogisticRegression``
-(L2, C = 1, intercept, L-BFGS; ``max_iter`` 10,000) is fitted on synthetic rows and scored
+(``dpbench.data.encoding.retarget``), and scikit-learn's default logistic regression
+(``methods.classification.default_logistic``) is fitted on synthetic rows and scored
 on real test rows. The same model fitted on the real training rows of the same split is the
 non-private reference ("Real"), so ``excess_risk`` = risk(synthetic) - risk(real) is paired.
 
@@ -26,7 +26,6 @@ rows), their ``real_`` references and ``excess_risk``. With ``workload`` set (e.
 from __future__ import annotations
 
 import hashlib
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,11 +35,11 @@ from numpy.typing import NDArray
 from dpbench.data.base import Split
 from dpbench.data.discrete import holdout_rows
 from dpbench.data.encoding import retarget
+from dpbench.methods.classification.default_logistic import default_logistic
 from dpbench.methods.marginals.data import data_marginal
 from dpbench.methods.marginals.workloads import build_workload
 from dpbench.methods.outputs import SyntheticTable
 
-MAX_ITER = 10_000
 PROB_CLIP = 1e-15           # log-loss of a probability 0 or 1 (scikit-learn's convention)
 
 
@@ -116,15 +115,10 @@ def _splits(split: Split, n_syn: int):
 def _fit(X: NDArray, y: NDArray):
     """(classes, model or None): scikit-learn's default logistic regression, or the
     constant class share when the training labels hold one class only."""
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.linear_model import LogisticRegression
-
     classes = np.unique(y)
     if classes.size < 2:
         return classes, None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return classes, LogisticRegression(max_iter=MAX_ITER).fit(X, y)
+    return classes, default_logistic(X, y)
 
 
 def _scores(classes: NDArray, model, X: NDArray, y: NDArray) -> dict[str, float]:

@@ -37,7 +37,8 @@ def test_real_rows_as_synthetic_have_zero_excess_risk_on_a_holdout_split():
     out = TASKS["tstr"].score(_table(split.train.discrete, split), split, {})
     assert out["excess_risk"] == 0.0
     assert out["accuracy"] == out["real_accuracy"] and out["roc_auc"] == out["real_roc_auc"]
-    assert 0.64 < out["real_accuracy"] < 0.71          # paper's Real column: 0.671
+    # measured 0.676 (seed 0); paper's Real column 0.671; the band is a sanity range
+    assert 0.64 < out["real_accuracy"] < 0.71
 
 
 def test_label_noise_costs_risk_under_the_paper_protocol():
@@ -48,7 +49,8 @@ def test_label_noise_costs_risk_under_the_paper_protocol():
     noisy["two_year_recid"] = rng.integers(0, 2, len(noisy))      # labels independent of x
     out = TASKS["tstr"].score(_table(noisy, split), split, {})
     # seed 1: fair-coin labels -> the model predicts p ~ 1/2 everywhere, so its risk is
-    # ln 2 up to the spread of its tiny spurious coefficients (tolerance 0.02)
+    # ln 2 up to the spread of its tiny spurious coefficients (tolerance 0.02; measured
+    # risk - ln 2 = -0.005, excess risk 0.078)
     assert abs(out["risk"] - np.log(2)) < 0.02 and out["excess_risk"] > 0.05
     clean = TASKS["tstr"].score(_table(split.train.discrete, split), split, {})
     assert clean["real_risk"] == out["real_risk"]                  # same splits, same reference

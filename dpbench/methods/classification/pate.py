@@ -33,24 +33,19 @@ is below the paper's bound (= eps): the spend always fits the trial's budget. La
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Integral
 from typing import Any, Self
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
 from dpbench.methods.classification._labels import to_pm1
+from dpbench.methods.classification.default_logistic import default_logistic
 from dpbench.methods.marginals.noise import noise_is_off
 from dpbench.privacy.accountant import Accountant
-
-#: the code's teacher and student: sklearn defaults with max_iter 10000
-MAX_ITER = 10_000
 
 
 def pate_gamma(epsilon: float, n_queries: int, delta: float) -> float:
@@ -84,10 +79,7 @@ def fit_logistic(X: NDArray, y01: NDArray) -> tuple[NDArray, float]:
     if classes.size == 1:
         sign = 1.0 if classes[0] == 1 else -1.0
         return np.zeros(X.shape[1]), sign * math.log(len(y01) + 1)
-    clf = LogisticRegression(max_iter=MAX_ITER)
-    with warnings.catch_warnings():  # unscaled integer codes: lbfgs may stop at max_iter
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        clf.fit(X, y01)
+    clf = default_logistic(X, y01)
     return clf.coef_.ravel().astype(float), float(clf.intercept_[0])
 
 
