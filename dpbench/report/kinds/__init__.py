@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from dpbench.report.kinds.bars import bars
 from dpbench.report.kinds.function_approx import function_approx
 from dpbench.report.kinds.histogram import histogram
 from dpbench.report.kinds.metric_vs_eps import metric_vs_eps
@@ -33,4 +34,5 @@ KINDS: dict[str, Builder] = {
     "posterior_density": posterior_density,
     "paper_table": paper_table,
     "function_approx": function_approx,
+    "bars": bars,
 }
