@@ -70,7 +70,8 @@ def to_markdown(tables: dict[str, pd.DataFrame], title: str, unit: str = "epsilo
 def _tex(s: str) -> str:
     return (str(s).replace("\\", r"\textbackslash{}").replace("&", r"\&").replace("%", r"\%")
             .replace("_", r"\_").replace("#", r"\#").replace("±", r"$\pm$")
-            .replace("—", "--").replace("θ", r"$\theta$"))
+            .replace("—", "--").replace("θ", r"$\theta$")
+            .replace("ε", r"$\varepsilon$").replace("^", r"\^{}"))
 
 
 def to_latex(tables: dict[str, pd.DataFrame], title: str, unit: str = "epsilon",

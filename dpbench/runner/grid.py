@@ -7,9 +7,10 @@ error naming the bad value and the valid choices.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -284,7 +285,9 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
     task = exp.task
     if task not in TASKS:
         raise ConfigError(f"unknown task {task!r}; valid: {', '.join(sorted(TASKS))}")
-    task_params = dataset_task_params(exp, profile_datasets(cfg))
+    listed = _as_list(_get(cfg, "datasets"), "datasets")
+    kept = profile_datasets(cfg)
+    task_params = dataset_task_params(exp, listed, kept)
     try:
         for given in task_params.values():
             TASKS[task].resolve_params(given)
@@ -300,12 +303,14 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
     def method(name: str) -> dict[str, Any]:
         return _with_target("method", name, load_entry("method", name))
 
-    datasets = axis_points(profile_datasets(cfg), "dataset", dataset,
+    datasets = axis_points(kept, "dataset", dataset,
                            sweep_points(_get(cfg, "dataset_sweep"), "dataset"))
     methods = axis_points(_as_list(_get(cfg, "methods"), "methods"), "method", method,
                           sweep_points(_get(cfg, "method_sweep"), "method"))
+    by_dataset = dataset_method_params(exp, listed, kept, methods)
+    methods_of = {d.name: with_dataset_params(methods, by_dataset[d.name]) for d in datasets}
     for d in datasets:
-        for m in methods:
+        for m in methods_of[d.name]:
             problem = cell_problem(TASKS[task], d.name, d.entry, m.name, m.entry,
                                    m.params(profile))
             if problem:
@@ -314,7 +319,7 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
     specs = []
     for d in datasets:
         dparams = d.params(profile)
-        for m in methods:
+        for m in methods_of[d.name]:
             mparams = m.params(profile)
             for eps in epsilons:
                 for t in range(trials):
@@ -353,18 +358,84 @@ def profile_datasets(cfg: DictConfig) -> list[Any]:
     return out
 
 
-def dataset_task_params(exp: Any, datasets: list[Any]) -> dict[str, dict[str, Any]]:
-    """Task parameters per dataset name: the experiment's ``task_params``, updated by its
-    ``task_params_by_dataset: {dataset: {param: value}}`` (a parameter whose value depends
-    on the data, such as which extra targets exist)."""
-    names = [entry_name(d) for d in datasets]
-    common = dict(_get(exp, "task_params") or {})
-    by = dict(_get(exp, "task_params_by_dataset") or {})
+def _by_dataset(exp: Any, key: str, listed: list[Any]) -> dict[str, Any]:
+    """The experiment's ``key: {dataset: ...}`` map, every dataset among those listed (a
+    profile may run fewer)."""
+    names = [entry_name(d) for d in listed]
+    by = dict(_get(exp, key) or {})
     stray = sorted(set(by) - set(names))
     if stray:
-        raise ConfigError(f"task_params_by_dataset names {stray[0]!r}, which is not among the "
+        raise ConfigError(f"{key} names {stray[0]!r}, which is not among the "
                           f"experiment's datasets; valid: {', '.join(names)}")
-    return {n: {**common, **dict(by.get(n) or {})} for n in names}
+    return by
+
+
+def dataset_task_params(exp: Any, listed: list[Any], kept: list[Any]
+                        ) -> dict[str, dict[str, Any]]:
+    """Task parameters per kept dataset name: the experiment's ``task_params``, updated by
+    its ``task_params_by_dataset: {dataset: {param: value}}`` (a parameter whose value
+    depends on the data, such as which extra targets exist)."""
+    common = dict(_get(exp, "task_params") or {})
+    by = _by_dataset(exp, "task_params_by_dataset", listed)
+    return {n: {**common, **dict(by.get(n) or {})} for n in map(entry_name, kept)}
+
+
+def dataset_method_params(exp: Any, listed: list[Any], kept: list[Any],
+                          methods: Sequence[AxisPoint]) -> dict[str, dict[str, dict[str, Any]]]:
+    """``method_params_by_dataset: {dataset: {method: {param: value or [values]}}}`` per
+    dataset name, checked: every dataset and method is in the grid and every parameter is
+    one the method's class takes (a setting tuned per dataset, e.g. a step size, or a
+    per-dataset sweep, e.g. an ensemble size that must fit the data)."""
+    from dpbench.runner.execute import import_object
+
+    by = _by_dataset(exp, "method_params_by_dataset", listed)
+    entries = {m.name: m.entry for m in methods}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for dname in map(entry_name, listed):
+        per = {str(k): dict(v or {}) for k, v in dict(by.get(dname) or {}).items()}
+        for mname, params in per.items():
+            if mname not in entries:
+                raise ConfigError(f"method_params_by_dataset.{dname} names method {mname!r}, "
+                                  f"which is not among the experiment's methods; valid: "
+                                  f"{', '.join(entries)}")
+            valid = _param_names(import_object(entries[mname]["_target_"]))
+            bad = sorted(set(params) - valid) if valid is not None else []
+            if bad:
+                raise ConfigError(f"method_params_by_dataset.{dname}.{mname}: unknown "
+                                  f"parameter {bad[0]!r}; valid: {', '.join(sorted(valid))}")
+        out[dname] = per
+    return {n: out[n] for n in map(entry_name, kept)}
+
+
+def _param_names(cls: type) -> set[str] | None:
+    """The keyword parameters of a method class (None if it takes ``**kwargs``)."""
+    sig = inspect.signature(cls.__init__)
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return None
+    return {n for n in sig.parameters if n != "self"}
+
+
+def with_dataset_params(methods: Sequence[AxisPoint], params: Mapping[str, Mapping[str, Any]]
+                        ) -> list[AxisPoint]:
+    """The grid's methods on one dataset: each with that dataset's fixed parameters (id
+    unchanged: the same method, set for the data) and one point per value of a listed one
+    (id ``name[k=v]``, as any sweep point)."""
+    out = []
+    for m in methods:
+        over = dict(params.get(m.name) or {})
+        fixed = {k: v for k, v in over.items() if not isinstance(v, list | tuple)}
+        swept = {k: v for k, v in over.items() if isinstance(v, list | tuple)}
+        for p in sweep_points(swept, f"method_params_by_dataset.{m.name}"):
+            if not p:
+                out.append(replace(m, point={**m.point, **fixed}))
+                continue
+            tail = ",".join(f"{k}={_fmt(v)}" for k, v in p.items())
+            ident = f"{m.id[:-1]},{tail}]" if m.id.endswith("]") else f"{m.id}[{tail}]"
+            pin = {k: v for k, v in m.pin.items() if k != "method"}
+            label = m.label + " (" + ", ".join(f"{k}={_fmt(v)}" for k, v in p.items()) + ")"
+            out.append(replace(m, id=ident, point={**m.point, **fixed, **p}, label=label,
+                               pin=pin))
+    return out
 
 
 def _with_target(group: str, name: str, entry: dict[str, Any]) -> dict[str, Any]:

@@ -68,3 +68,17 @@ def test_first_metric_present_and_file_direction():
                                    "b": "y", "metric": ["score", "err"]})],
                      f, better={"score": "higher", "err": "lower"})
     assert [(v.status, v.numbers.split()[0]) for v in verdicts] == [("PASS", "ERR")]
+
+
+def test_group_stands_for_its_best_sweep_point():
+    # per cell the best of y's points (higher is better): 0.8 at eps 1, 0.9 at eps 2
+    f = frame({("x", 1.0): [0.85, 0.85], ("y[k=1]", 1.0): [0.8, 0.8],
+               ("y[k=2]", 1.0): [0.7, 0.7], ("x", 2.0): [0.85, 0.85],
+               ("y[k=1]", 2.0): [0.6, 0.6], ("y[k=2]", 2.0): [0.9, 0.9]})
+    assert run(f, kind="better", b="y[*]") == {1.0: "PASS", 2.0: "FAIL"}
+    raw = {"id": "c", "text": "t", "kind": "better", "a": "x", "b": "y[*]", "metric": "score"}
+    numbers = [v.numbers for v in check([parse_claim(raw)], f, better={"score": "higher"})]
+    assert numbers[1].endswith("best point: y[k=2]")
+    # lower is better: the best point is the smallest
+    assert run(f, kind="better", b="y[*]", better="lower") == {1.0: "FAIL", 2.0: "FAIL"}
+    assert run(f, kind="better", b="z[*]") == {}        # no point of z: no rows (require b)

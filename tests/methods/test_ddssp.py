@@ -175,6 +175,13 @@ def test_bad_parameters_are_rejected():
         AIMSynth(max_size=3)
 
 
+def test_every_mechanism_setting_reaches_the_mechanism():
+    # max_iters is both an AIM and an MST setting: it was once popped twice and lost
+    assert DDSSP(max_iters=200).settings.max_iters == 200
+    assert AIMSynth(max_iters=50, final_iters=70).settings.max_iters == 50
+    assert DDSSP(mechanism="mst", max_iters=30).settings.max_iters == 30
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("params", [
     {"mechanism": "mst", "max_iters": 100, "select_iters": 50},

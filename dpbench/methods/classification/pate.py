@@ -43,7 +43,7 @@ from threadpoolctl import threadpool_limits
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
 from dpbench.methods.classification._labels import to_pm1
-from dpbench.methods.classification.default_logistic import default_logistic
+from dpbench.methods.classification.default_logistic import logistic_coef
 from dpbench.methods.marginals.noise import noise_is_off
 from dpbench.privacy.accountant import Accountant
 
@@ -70,17 +70,6 @@ def noisy_argmax(votes: NDArray, scale: float, rng: np.random.Generator) -> NDAr
     if noise_is_off():
         return np.argmax(votes, axis=1)
     return np.argmax(votes + rng.laplace(0.0, scale, size=votes.shape), axis=1)
-
-
-def fit_logistic(X: NDArray, y01: NDArray) -> tuple[NDArray, float]:
-    """(coef, intercept) of sklearn's default logistic regression (max_iter 10000); a
-    single-class y gives coef 0 and intercept +-log(len(y) + 1) (a constant prediction)."""
-    classes = np.unique(y01)
-    if classes.size == 1:
-        sign = 1.0 if classes[0] == 1 else -1.0
-        return np.zeros(X.shape[1]), sign * math.log(len(y01) + 1)
-    clf = default_logistic(X, y01)
-    return clf.coef_.ravel().astype(float), float(clf.intercept_[0])
 
 
 class PATE(LinearModel):
@@ -111,7 +100,7 @@ class PATE(LinearModel):
         with threadpool_limits(limits=1):  # many tiny fits: threads only add overhead
             for k in range(n_t):
                 part = private[k * size:(k + 1) * size]
-                coef, intercept = fit_logistic(X[part], y01[part])
+                coef, intercept = logistic_coef(X[part], y01[part])
                 one_class += int(np.unique(y01[part]).size == 1)
                 votes[np.arange(n_q), (X[student] @ coef + intercept > 0).astype(int)] += 1
 
@@ -119,7 +108,7 @@ class PATE(LinearModel):
         for i in range(n_q):
             accountant.charge_pure(2 * gamma, f"pate: query {i + 1}/{n_q}, Laplace(1/gamma)")
         labels = noisy_argmax(votes, 1 / gamma, rng)
-        self.coef_, self.intercept_ = fit_logistic(X[student], labels)
+        self.coef_, self.intercept_ = logistic_coef(X[student], labels)
         self.student_rows_, self.votes_, self.labels_ = student, votes, labels
         self.info_ = {"gamma": gamma, "laplace_scale": 1 / gamma, "n_teachers": n_t,
                       "n_student": n_q, "teacher_rows": size,

@@ -45,7 +45,7 @@ class MarginalMethod(LinearModel):
     def tasks_served(cls, params: Mapping[str, Any]) -> frozenset[str]:
         """A linear model serves regression and inference, a logistic one classification."""
         model = params.get("model", "linear")
-        if model == "logistic":
+        if model in ("logistic", "default_logistic"):
             return frozenset({"classification"})
         if model == "none":
             return frozenset()
@@ -56,7 +56,9 @@ class MarginalMethod(LinearModel):
                  **mechanism_params: Any) -> None:
         if model not in self.models:
             raise ValueError(f"model={model!r}; valid: {', '.join(self.models)}")
-        full = {k: mechanism_params.pop(k, None) for k in (*AIM_PARAMS, *MST_PARAMS)}
+        # each name once: max_iters is both an AIM and an MST setting
+        full = {k: mechanism_params.pop(k, None)
+                for k in dict.fromkeys((*AIM_PARAMS, *MST_PARAMS))}
         if mechanism_params:
             raise ValueError(f"unknown parameters {sorted(mechanism_params)}; valid: model, "
                              f"mechanism, workload, {', '.join(sorted(full))}")

@@ -5,7 +5,9 @@ the artifact cache) is sampled with Private-PGM's randomised-rounding sampler
 (free post-processing, drawn from this method's generator), the synthetic
 records are encoded like the real ones, and an ordinary non-private model is
 fitted: OLS without intercept (linear) or unpenalised logistic regression
-without intercept (scikit-learn L-BFGS, labels as given by the encoding).
+without intercept (scikit-learn L-BFGS, labels as given by the encoding), or
+``default_logistic``: scikit-learn's default logistic regression with an intercept
+(``methods.classification.default_logistic``; the excess-risk paper's model, App. D.2).
 ``synth_rows`` is the number of rows (None: the release's noisy record count).
 ``model: none`` fits nothing: the method then only serves tasks that score the synthetic
 records themselves (``synthetic_utility``, ``tstr``), which get every attribute's codes.
@@ -20,6 +22,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 
 from dpbench.data.base import TabularData
+from dpbench.methods.classification.default_logistic import logistic_coef
 from dpbench.methods.outputs import LinearFit, SyntheticTable
 from dpbench.methods.regression._marginal import MODELS, MarginalMethod
 from dpbench.privacy.accountant import Accountant
@@ -32,7 +35,7 @@ class AIMSynth(MarginalMethod):
 
     serves = frozenset({*MarginalMethod.serves, *SYNTHETIC_TASKS})
     produces = (LinearFit, SyntheticTable)
-    models = (*MODELS, "none")
+    models = (*MODELS, "none", "default_logistic")
 
     @classmethod
     def tasks_served(cls, params: Mapping[str, Any]) -> frozenset[str]:
@@ -59,6 +62,9 @@ class AIMSynth(MarginalMethod):
             self.coef_ = np.zeros(X.shape[1])
         elif self.params["model"] == "linear":
             self.coef_ = np.linalg.lstsq(X, y, rcond=None)[0]
+        elif self.params["model"] == "default_logistic":
+            top = np.max(np.asarray(data.encoding.target_values, dtype=float))
+            self.coef_, self.intercept_ = logistic_coef(X, (np.asarray(y) == top).astype(int))
         elif np.unique(y).size < 2:
             self.coef_ = np.zeros(X.shape[1])       # one class only: no direction to learn
         else:

@@ -15,7 +15,8 @@ claims.yaml format
         experiments: [linreg_toy]         # experiments it applies to (empty / absent: all)
         where: {datasets: [toy], eps: "<=0.1"}   # optional row filters; eps: one
                                           # condition or a list ("<=0.1", ">=1", ">0.1", "==1")
-        a: [ours, ours_logistic]          # a method id, or alternatives: first present wins
+        a: [ours, ours_logistic]          # a method id, or alternatives: first present wins;
+                                          # name[*]: the best of that method's sweep points
         b: baseline
         metric: [mse, auc]                # a metric column, or alternatives: first present
         require: b                        # rows written: b (where b has results; SKIP when a
@@ -36,7 +37,11 @@ eps unless said otherwise:
   most z * sqrt(se_a^2 + se_b^2); eps column "all".
 * ``band`` (column, other, stat: mean|sd_over_mean|mean_diff, lo, hi, strict, methods): per
   (dataset, method, eps), the statistic inside [lo, hi] ((lo, hi) if strict) for every
-  coefficient j, where ``column`` / ``other`` may hold ``{j}`` (j = 0, 1, ... while present).
+  coefficient j, where ``column`` / ``other`` may hold ``{j}`` (j = 0, 1, ... while present)
+  or ``{suffix}`` ("" and every ``_<name>`` present in both, e.g. per-target metrics).
+* ``extreme`` (dataset, column, other, which: max|min, methods): per (method, eps), the
+  named dataset has the largest / smallest mean of ``column`` (minus ``other``'s mean)
+  among the datasets with results.
 * ``share_within`` (method, column, edges_column, edges: {start, stop, num}, bound,
   threshold): pooled histogram (JSON counts) mass with bin centres in [-bound, bound] >
   threshold; edges from ``edges_column`` (JSON list) or, lacking it, numpy.linspace(edges).

@@ -89,9 +89,22 @@ class Where:
         return frame[keep]
 
 
+GROUP = "[*]"
+
+
+def in_group(method: str, ident: str) -> bool:
+    """Whether ``method`` is ``ident`` or, for a group ``name[*]``, any point of ``name``
+    (``name`` itself or a sweep point ``name[k=v,...]``)."""
+    if not ident.endswith(GROUP):
+        return method == ident
+    name = ident[:-len(GROUP)]
+    return method == name or method.startswith(name + "[")
+
+
 def first_present(ids: list[str], present: set[str]) -> str | None:
-    """The first id of ``ids`` that is present (the alternatives of a claim's method)."""
-    return next((i for i in ids if i in present), None)
+    """The first id of ``ids`` that is present (the alternatives of a claim's method); a
+    group ``name[*]`` is present when any point of ``name`` is."""
+    return next((i for i in ids if any(in_group(m, i) for m in present)), None)
 
 
 def _methods(frame: pd.DataFrame, ids: list[str] | None) -> list[str]:
@@ -118,6 +131,8 @@ class Claim:
 @dataclass
 class Compare(Claim):
     """Method ``a`` against method ``b`` per (dataset, eps), on the first ``metric`` present.
+    A method ``name[*]`` stands for the best of that method's sweep points in each cell
+    (e.g. the best of three per-dataset teacher counts).
 
     ``better``: "higher" / "lower" (default: the file's ``better`` entry for the metric).
     ``require``: which rows are written: "b" (where b has results; SKIP when a has none),
@@ -167,8 +182,10 @@ class Trend(Claim):
 class Band(Claim):
     """A statistic per (dataset, method, eps) inside [lo, hi] (``strict``: open interval) for
     every coefficient j: ``column`` / ``other`` are templates with ``{j}`` (j = 0, 1, ... as
-    long as the column exists). ``stat``: "mean" (of column), "sd_over_mean" (sd of column,
-    ddof 1, over the mean of other), "mean_diff" (mean of column minus mean of other)."""
+    long as the column exists) or with ``{suffix}`` ("" and every ``_<name>`` for which
+    both columns hold values, e.g. a task's per-target metrics ``accuracy_<target>``).
+    ``stat``: "mean" (of column), "sd_over_mean" (sd of column, ddof 1, over the mean of
+    other), "mean_diff" (mean of column minus mean of other)."""
 
     column: str = ""
     other: str | None = None
@@ -176,6 +193,19 @@ class Band(Claim):
     lo: float = -math.inf
     hi: float = math.inf
     strict: bool = False
+    methods: list[str] | None = None
+
+
+@dataclass
+class Extreme(Claim):
+    """Per (method, eps), ``dataset`` is the one whose mean of ``column`` (minus the mean of
+    ``other`` when given, e.g. a drop from a reference) is the largest (``which: max``) or
+    the smallest (``min``) among the datasets with results; SKIP when it has none."""
+
+    dataset: str = ""
+    column: str = ""
+    other: str | None = None
+    which: str = "max"
     methods: list[str] | None = None
 
 
@@ -237,9 +267,11 @@ def _compare_cells(spec: Compare, ctx: Context) -> Iterator[tuple]:
     def cell(dataset: str, method: str | None, eps: float) -> pd.Series | None:
         if method is None:
             return None
-        row = s[(s["dataset"] == dataset) & (s["method"] == method)
-                & np.isclose(s["epsilon"], eps)]
-        return None if row.empty else row.iloc[0]
+        rows = s[(s["dataset"] == dataset) & np.isclose(s["epsilon"], eps)]
+        rows = rows[[in_group(m, method) for m in rows["method"]]]
+        if rows.empty:
+            return None
+        return rows.loc[(sign * rows["mean"]).idxmax()]   # the best point of a group
 
     for dataset in sorted(s["dataset"].unique()):
         for eps in sorted(s.loc[s["dataset"] == dataset, "epsilon"].unique()):
@@ -260,6 +292,10 @@ def _compare(spec: Compare, ctx: Context,
         else:
             ok, extra = test(a, b, sign)
             numbers = f"{metric.upper()} {_fmt(a['mean'])} vs {_fmt(b['mean'])}{extra}"
+            best = [f"{r['method']}" for r, ids in ((a, spec.a), (b, spec.b))
+                    if any(i.endswith(GROUP) for i in ids)]
+            if best:
+                numbers += f"; best point: {', '.join(best)}"
         out.append(Verdict(spec.id, spec.text, dataset, eps, status(ok), numbers))
     return out
 
@@ -330,10 +366,29 @@ def check_trend(spec: Trend, ctx: Context) -> list[Verdict]:
     return out
 
 
-def _has(g: pd.DataFrame, template: str | None, j: int) -> bool:
-    """No template, or its column for coefficient j exists with a value."""
-    return not template or (template.format(j=j) in g
-                            and bool(g[template.format(j=j)].notna().any()))
+def _band_fills(g: pd.DataFrame, spec: Band) -> list[dict[str, object]]:
+    """The template fills of a band's columns: ``{suffix}`` over "" and every ``_<name>``
+    with values in both columns, else ``{j}`` = 0, 1, ... while present (one fill for a
+    plain column)."""
+    if "{suffix}" in spec.column:
+        head, tail = spec.column.split("{suffix}", 1)
+        pattern = re.escape(head) + r"(_\w+)?" + re.escape(tail)
+        found = sorted({m.group(1) or "" for c in g.columns if (m := re.fullmatch(pattern, c))})
+        fills = [{"suffix": x} for x in found]
+        return [f for f in fills if _filled(g, spec.column, f) and _filled(g, spec.other, f)]
+    fills, j = [], 0
+    while _filled(g, spec.column, {"j": j}) and _filled(g, spec.other, {"j": j}):
+        fills.append({"j": j})
+        j += 1
+        if "{j}" not in spec.column:
+            break
+    return fills
+
+
+def _filled(g: pd.DataFrame, template: str | None, fill: dict[str, object]) -> bool:
+    """No template, or its column for this fill exists with a value."""
+    return not template or (template.format(**fill) in g
+                            and bool(g[template.format(**fill)].notna().any()))
 
 
 _STATS = {
@@ -353,24 +408,51 @@ def check_band(spec: Band, ctx: Context) -> list[Verdict]:
     for (dataset, method, eps), g in frame.groupby(["dataset", "method", "epsilon"], sort=True):
         if spec.methods is not None and method not in spec.methods:
             continue
-        values, j = [], 0
-        while _has(g, spec.column, j) and _has(g, spec.other, j):
-            x = g[spec.column.format(j=j)].to_numpy(dtype=float)
-            y = g[spec.other.format(j=j)].to_numpy(dtype=float) if spec.other else x
+        values, names = [], []
+        for fill in _band_fills(g, spec):
+            x = g[spec.column.format(**fill)].to_numpy(dtype=float)
+            y = g[spec.other.format(**fill)].to_numpy(dtype=float) if spec.other else x
             values.append(_STATS[spec.stat](x, y))
-            j += 1
-            if "{j}" not in spec.column:
-                break
+            names.append(f"{fill['suffix'].lstrip('_') or 'main'} " if "suffix" in fill else "")
         if spec.strict:
             ok = all(spec.lo < v < spec.hi for v in values)
         else:
             ok = all(spec.lo <= v <= spec.hi for v in values)
         band = (f"({spec.lo:g}, {spec.hi:g})" if spec.strict
                 else f"[{spec.lo:g}, {spec.hi:g}]")
-        numbers = (f"{spec.stat} {', '.join(f'{v:.3f}' for v in values)} vs {band}"
-                   if values else f"no column {spec.column}")
+        cells = ", ".join(f"{n}{v:.3f}" for n, v in zip(names, values, strict=True))
+        numbers = (f"{spec.stat} {cells} vs {band}" if values else f"no column {spec.column}")
         out.append(Verdict(spec.id, spec.text, str(dataset), float(eps),
                            status(ok if values else None), numbers, str(method)))
+    return out
+
+
+def check_extreme(spec: Extreme, ctx: Context) -> list[Verdict]:
+    if spec.which not in ("max", "min"):
+        raise ValueError(f"claim {spec.id!r}: which {spec.which!r}; valid: max, min")
+    frame = spec.where.apply(ctx.frame)
+    needed = [c for c in (spec.column, spec.other) if c]
+    if frame.empty or any(c not in frame for c in needed):
+        return []
+    out = []
+    for (method, eps), g in frame.groupby(["method", "epsilon"], sort=True):
+        if spec.methods is not None and method not in spec.methods:
+            continue
+        stat = g.groupby("dataset")[spec.column].mean()
+        if spec.other:
+            stat = stat - g.groupby("dataset")[spec.other].mean()
+        stat = stat.dropna()
+        if spec.dataset not in stat.index:
+            out.append(Verdict(spec.id, spec.text, spec.dataset, float(eps), SKIP,
+                               f"no results for {spec.dataset}", str(method)))
+            continue
+        top = stat.idxmax() if spec.which == "max" else stat.idxmin()
+        what = spec.column if not spec.other else f"{spec.column} - {spec.other}"
+        ranked = stat.sort_values(ascending=spec.which == "min")
+        listing = ", ".join(f"{d} {v:.3f}" for d, v in ranked.items())
+        out.append(Verdict(spec.id, spec.text, spec.dataset, float(eps),
+                           status(bool(top == spec.dataset)),
+                           f"{spec.which} of {what}: {top}; {listing}", str(method)))
     return out
 
 
@@ -444,6 +526,7 @@ KINDS: dict[str, tuple[type[Claim], Callable[..., list[Verdict]]]] = {
     "competitive": (Competitive, check_competitive),
     "trend": (Trend, check_trend),
     "band": (Band, check_band),
+    "extreme": (Extreme, check_extreme),
     "share_within": (ShareWithin, check_share_within),
     "matches_paper": (MatchesPaper, check_matches_paper),
 }
