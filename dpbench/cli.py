@@ -245,8 +245,9 @@ def figure_specs(cfg: DictConfig) -> list[dict]:
                 raise UserError(f"inline figure {fig!r} needs a kind and a name")
         fig.setdefault("title", cfg.experiment.name)
         fig.setdefault("paper", cfg.experiment.get("paper"))
-        if cfg.experiment.get("note"):
-            fig["note"] = str(cfg.experiment.note).strip()
+        if cfg.experiment.get("note"):     # the figure's own choices, then the experiment's
+            fig["note"] = " ".join(filter(None, [str(fig.get("note") or "").strip(),
+                                                 str(cfg.experiment.note).strip()]))
         out.append(fig)
     return out
 

@@ -139,6 +139,36 @@ def test_profile_datasets_and_per_dataset_task_params() -> None:
         expand(cfg)
 
 
+def test_method_params_by_dataset_set_and_sweep_per_dataset() -> None:
+    from omegaconf import OmegaConf
+
+    cfg = compose_config(["experiment=exrisk_baselines", "profile=smoke"])
+    specs = [s for s in expand(cfg) if s.trial == 0]
+    OmegaConf.set_struct(cfg, False)
+    by = {(s.dataset, s.method): s for s in specs}
+    # a fixed value keeps the method id and sets the parameter for that dataset only
+    assert by["mpdp_heart", "dpsgd_iyengar"].method_params["B"] == 20
+    assert by["mpdp_compas", "dpsgd_iyengar"].method_params["B"] == 200
+    # a list is one point per value on that dataset, id name[k=v], label with the value
+    pate = sorted(m for d, m in by if d == "mpdp_heart" and m.startswith("pate"))
+    assert pate == ["pate[n_teachers=10]", "pate[n_teachers=15]", "pate[n_teachers=5]"]
+    heart = by["mpdp_heart", "pate[n_teachers=5]"]
+    assert heart.method_params == {"n_teachers": 5, "n_student": 20}
+    assert heart.meta["method_label"] == "PATE (n_teachers=5)"
+    assert by["mpdp_compas", "pate[n_teachers=300]"].method_params["n_student"] == 100
+    # the smoke profile keeps two datasets; the others' entries are still checked
+    bad = {"experiment": {"method_params_by_dataset": {"mpdp_adult": {"pate": {"n_teach": 3}}}}}
+    with pytest.raises(ConfigError, match="mpdp_adult.pate: unknown parameter 'n_teach'; "
+                                          "valid: n_student, n_teachers"):
+        expand(OmegaConf.merge(cfg, bad))
+    bad = {"experiment": {"method_params_by_dataset": {"mpdp_heart": {"mst": {"x": 1}}}}}
+    with pytest.raises(ConfigError, match="names method 'mst', which is not among.*pate"):
+        expand(OmegaConf.merge(cfg, bad))
+    bad = {"experiment": {"method_params_by_dataset": {"iris": {}}}}
+    with pytest.raises(ConfigError, match="names 'iris', which is not among.*mpdp_law"):
+        expand(OmegaConf.merge(cfg, bad))
+
+
 def test_peak_rss_is_per_trial() -> None:
     # 400 MB touched after a reset must show in VmHWM; a new reset must drop it again.
     import numpy as np

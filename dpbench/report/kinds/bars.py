@@ -45,7 +45,7 @@ from dpbench.report.frame import mean_se
 from dpbench.report.render import fixed_cell, save, write_table
 
 GROUP_BY = ("method", "target")
-WRAP = 14  # characters per line of a bar's tick label
+WRAP = 22  # characters per line of a bar's tick label
 NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
@@ -263,7 +263,9 @@ def _draw(panels: Mapping[str, Sequence[Group]], series: Sequence[Series], group
             for patch, g in zip(drawn.patches, groups, strict=True):
                 patch.set_hatch(None if g.private else "//")
         ax.set_xticks(np.arange(len(groups)))
-        ax.set_xticklabels([textwrap.fill(g.label, WRAP) for g in groups], fontsize=8)
+        # slanted, wrapped labels: long method labels of neighbouring bars must not overlap
+        ax.set_xticklabels([textwrap.fill(g.label, WRAP) for g in groups], fontsize=7,
+                           rotation=35, ha="right", rotation_mode="anchor")
         ax.set_title(dlabel)
         ax.set_ylabel(ylabel)
         if fig.get("ylim") is not None:
