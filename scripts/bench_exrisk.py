@@ -26,8 +26,7 @@ Not a test: run by hand, e.g.
     nice python scripts/bench_exrisk.py --profile default paper --repeat 3 --out exrisk.json
 
 With ``--repeat N`` every number is the median over N repeats (the JSON keeps each one).
-``--settings yaml`` times AIM with the settings built straight from the yaml's params
-instead of those the runner's method object builds; a line says where the two differ.
+AIM's settings are those the runner's method object builds from the trial's params.
 """
 
 from __future__ import annotations
@@ -52,7 +51,7 @@ from dpbench.cli import compose_config
 from dpbench.data.base import Split
 from dpbench.methods.classification.default_logistic import default_logistic
 from dpbench.methods.marginals.aim import AIMSettings
-from dpbench.methods.marginals.release import AIM_PARAMS, build_settings, release_marginals
+from dpbench.methods.marginals.release import release_marginals
 from dpbench.methods.marginals.workloads import build_workload
 from dpbench.methods.outputs import SyntheticTable
 from dpbench.methods.regression.aim_synth import AIMSynth
@@ -124,17 +123,11 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     return out, time.perf_counter() - t0
 
 
-def aim_settings(spec: TrialSpec, source: str) -> tuple[AIMSettings, dict[str, Any]]:
-    """(settings, {field: (yaml value, runner value)} where they differ): the AIM settings as
-    the runner's method object builds them from the trial's params (``runner``), or straight
-    from the yaml's params with release.build_settings (``yaml``)."""
-    runner = AIMSynth(**spec.method_params).settings
-    given = {k: spec.method_params.get(k) for k in AIM_PARAMS}
-    yaml = build_settings("aim", given)
-    assert isinstance(runner, AIMSettings) and isinstance(yaml, AIMSettings)
-    ours, theirs = yaml.as_dict(), runner.as_dict()
-    differ = {k: (ours[k], theirs[k]) for k in ours if ours[k] != theirs[k]}
-    return (runner if source == "runner" else yaml), differ
+def aim_settings(spec: TrialSpec) -> AIMSettings:
+    """The AIM settings as the runner's method object builds them from the trial's params."""
+    settings = AIMSynth(**spec.method_params).settings
+    assert isinstance(settings, AIMSettings)
+    return settings
 
 
 def aim_fit(method: AIMSynth, settings: AIMSettings, split: Split, epsilon: float,
@@ -253,9 +246,6 @@ def main() -> None:
     ap.add_argument("--profile", nargs="+", choices=PROFILES, default=["default"],
                     help="aim_tstr (and dataset view) settings under these profiles")
     ap.add_argument("--epsilon", "--eps", type=float, default=1.0)
-    ap.add_argument("--settings", choices=["runner", "yaml"], default="runner",
-                    help="AIM settings as the runner's method object builds them (default), or "
-                         "straight from the yaml's params (they differ if the method drops one)")
     ap.add_argument("--repeat", type=int, default=1, help="repeats; every number is a median")
     ap.add_argument("--out", type=Path, help="also write the rows (and each repeat) as JSON")
     ap.add_argument("--no-progress", action="store_true")
@@ -269,15 +259,11 @@ def main() -> None:
     jax.numpy.zeros(()).block_until_ready()    # JAX backend start-up, outside every fit
     cases = [(d, p) for d in args.datasets for p in args.profile]
     rows: list[dict[str, Any]] = []
-    notes: set[str] = set()
     with threadpool_limits(limits=1), progress_bar(disable=args.no_progress) as bar:
         task = bar.add_task("exrisk AIM bench", total=len(cases) * args.repeat, status="")
         for dataset, profile in cases:
             spec = trial_spec(dataset, profile, args.epsilon)
-            settings, differ = aim_settings(spec, args.settings)
-            for key, (yaml, runner) in differ.items():
-                notes.add(f"note: {profile}: {METHOD}'s {key} is {yaml} in the yaml but "
-                          f"{runner} in the runner's settings; timed with {args.settings}'s")
+            settings = aim_settings(spec)
             reps = []
             for r in range(args.repeat):
                 def status(stage: str, d: str = dataset, p: str = profile, r: int = r) -> None:
@@ -291,10 +277,8 @@ def main() -> None:
     print(COMPILE_NOTE)
     for profile in args.profile:
         first = next(r for r in rows if r["profile"] == profile)
-        print(f"{profile} AIM settings ({args.settings}): {first['settings']}, "
+        print(f"{profile} AIM settings: {first['settings']}, "
               f"max_cells {first['method_params'].get('max_cells')}")
-    for note in sorted(notes):
-        print(note)
     print_table(rows)
     for r in rows:
         if not r["warm_same_cliques"]:
@@ -310,7 +294,6 @@ def main() -> None:
               f"tstr marginal errors {r['tstr_l1_s'] / base:.1f}x")
     if args.out:
         meta = {"experiment": EXPERIMENT, "method": METHOD, "epsilon": args.epsilon,
-                "settings_source": args.settings, "notes": sorted(notes),
                 "repeat": args.repeat, "compile_measure": COMPILE_NOTE,
                 "cpus": os.cpu_count(), "python": platform.python_version(),
                 "jax": jax.__version__}
