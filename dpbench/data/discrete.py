@@ -30,16 +30,23 @@ def read_discrete(dataset_dir: str, file: str, domain_file: str) -> tuple[pd.Dat
         frame = pd.read_csv(io.BytesIO(read_bytes(path)))
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise DataError(f"{path} is not a valid CSV ({str(exc).splitlines()[0]})") from None
+    return check_codes(frame, domain, str(path)), {a: int(m) for a, m in domain.items()}
+
+
+def check_codes(frame: pd.DataFrame, domain: dict, where: str) -> pd.DataFrame:
+    """The domain's columns of ``frame`` as int64 codes, after checking that every one is
+    present and holds integer codes in [0, m) (one-line DataError naming ``where``)."""
     missing = [a for a in domain if a not in frame.columns]
     if missing:
-        raise DataError(f"{path} lacks domain attributes {missing}; columns: {list(frame.columns)}")
+        raise DataError(f"{where} lacks domain attributes {missing}; "
+                        f"columns: {list(frame.columns)}")
     frame = frame[list(domain)]
     for a, m in domain.items():
         col = frame[a]
         if not pd.api.types.is_integer_dtype(col) or col.min() < 0 or col.max() >= m:
-            raise DataError(f"{path}: column {a!r} must hold integer codes in [0, {m}), "
+            raise DataError(f"{where}: column {a!r} must hold integer codes in [0, {m}), "
                             f"found {col.dtype} in [{col.min()}, {col.max()}]")
-    return frame.astype(np.int64), {a: int(m) for a, m in domain.items()}
+    return frame.astype(np.int64)
 
 
 PROTOCOLS = ("holdout", "paper")
