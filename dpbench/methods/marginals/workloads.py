@@ -4,6 +4,11 @@ A clique is a tuple of attribute names in *canonical order* (the order of the
 attribute list the workload was built from), so every list built here is
 deterministic: cliques are sorted by size, then by the positions of their
 attributes in that list. Nothing depends on set or hash order.
+
+A workload may also be a seeded random subset of those cliques (``number``/``seed`` of
+:func:`build_workload`, drawn by :func:`sample_cliques`): the query-release paper's
+ADULT* and LOANS workloads (Liu, Vietri & Wu 2021, App. F.6: 64 of the 3-way marginals
+with at most N cells, drawn with seed 0).
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import itertools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
 
 Clique = tuple[str, ...]
 
@@ -74,9 +81,27 @@ def filter_by_size(cliques: Iterable[Clique], domain: Mapping[str, int],
     return [c for c in cliques if clique_size(c, domain) <= max_cells]
 
 
+def sample_cliques(cliques: Sequence[Clique], number: int, seed: int = 0) -> list[Clique]:
+    """``number`` of ``cliques`` drawn without replacement, as the query-release paper's
+    authors draw their random workloads (``np.random.RandomState(seed).choice(len(cliques),
+    number, replace=False)`` over the list in the order given, itertools order for
+    :func:`all_kway`), in draw order; all of them, in order, if there are at most ``number``.
+
+    Independent of any trial's generator: a workload is public and the same in every trial.
+    """
+    if isinstance(number, bool) or not isinstance(number, int | np.integer) or number < 1:
+        raise ValueError(f"number={number!r} of marginals must be an integer >= 1")
+    items = list(cliques)
+    if len(items) <= number:
+        return items
+    picks = np.random.RandomState(int(seed)).choice(len(items), int(number), replace=False)
+    return [items[int(i)] for i in picks]
+
+
 def build_workload(name: str, attributes: Sequence[str], target: str | None = None,
                    domain: Mapping[str, int] | None = None,
-                   max_cells: int | None = None) -> list[Clique]:
+                   max_cells: int | None = None, *, number: int | None = None,
+                   seed: int = 0) -> list[Clique]:
     """A named workload over ``attributes`` (which must include ``target`` if one is needed).
 
     - ``all_pairs``: every 2-way marginal (the DD-SSP paper's workload, Sec. G.2);
@@ -85,7 +110,9 @@ def build_workload(name: str, attributes: Sequence[str], target: str | None = No
     - ``all_<k>way`` (e.g. ``all_4way``): every k-way marginal (the excess-risk paper's
       workload is ``all_4way`` with ``max_cells`` 1e6).
     ``max_cells`` drops cliques with more cells (needs ``domain``); a workload left empty
-    is an error.
+    is an error. ``number`` then keeps that many of the remaining cliques, drawn by
+    :func:`sample_cliques` with ``seed`` (None, the default, keeps all); the result is
+    sorted as every workload is, so the draw decides which cliques, not their order.
     """
     attrs = list(attributes)
     if len(set(attrs)) != len(attrs):
@@ -109,6 +136,8 @@ def build_workload(name: str, attributes: Sequence[str], target: str | None = No
     if not out:
         raise ValueError(f"workload {name!r}: every marginal over {attrs} has more than "
                          f"max_cells={max_cells} cells")
+    if number is not None:
+        out = sample_cliques(out, number, seed)
     return sort_cliques(out, attrs)
 
 
