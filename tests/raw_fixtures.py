@@ -1,15 +1,18 @@
-"""Small files in the real raw formats of the downloaded DD-SSP datasets (ACS PUMS person
-CSV, DataSF fire-calls CSV, TLC yellow-cab parquet), written where the loaders look for them
-under dpbench's data root. Used by the loader tests and the experiments' smoke tests."""
+"""Small files in the real raw formats of the datasets that cannot ship (ACS PUMS person
+CSV, DataSF fire-calls CSV, TLC yellow-cab parquet; the query-release paper's processed IPUMS
+ACS extract), written where the loaders look for them under dpbench's data root. Used by the
+loader tests and the experiments' smoke tests."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from dpbench.data import acs, remote
+from dpbench.data.files import data_root
 
 COLUMNS = ["RT", "SERIALNO", "SPORDER", "PUMA", "ST", "PWGTP", "AGEP", "COW", "SCHL", "MAR",
            "OCCP", "POBP", "RELP", "WKHP", "SEX", "RAC1P", "PINCP", "DIS", "ESP", "CIT", "MIG",
@@ -104,3 +107,30 @@ def write_taxi(frame: pd.DataFrame, month: str = "2019-01") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     frame.to_parquet(path)
     return path
+
+
+def fake_ipums_extract(attributes: list[str], n: int = 90, seed: int = 0,
+                       domain: dict[str, int] | None = None) -> tuple[pd.DataFrame,
+                                                                     dict[str, int]]:
+    """Rows shaped like iterative-dp's processed IPUMS file (Util/process_data/
+    process_ipums.py output, e.g. acs_2018_1yr.csv): a STATE column (PA, CA, OH), every other
+    column label-encoded 0..m-1 (AGEORIG too), and its domain json's dict (drawn unless
+    given: the processing encodes every year of an extract on one domain)."""
+    r = np.random.default_rng(seed)
+    if domain is None:
+        domain = {a: int(r.integers(2, 5)) for a in [*attributes, "AGEORIG"]}
+    states = ("PA", "CA", "OH")
+    frame = pd.DataFrame({"STATE": r.choice(list(states), n)})
+    for a, m in domain.items():
+        frame[a] = r.integers(0, m, n)
+    return frame, domain
+
+
+def write_ipums_extract(frame: pd.DataFrame, domain: dict[str, int],
+                        name: str = "acs_2018_1yr") -> Path:
+    """Put a processed extract and its domain json where conf/dataset/qr/qr_acs*.yaml look."""
+    out = data_root() / "cache" / "itdp_acs"
+    out.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out / f"{name}.csv", index=False)
+    (out / f"{name}-domain.json").write_text(json.dumps(domain))
+    return out / f"{name}.csv"
