@@ -6,6 +6,7 @@ fixture in the extract's real format."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -152,4 +153,24 @@ def test_acs_extract_in_its_real_format_loads(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("PA", "CA", 1))
     with pytest.raises(DataError, match="changed since it was pinned") as exc:
         load("qr_acs")
+    assert "\n" not in str(exc.value)
+
+
+@pytest.mark.usefixtures("tmp_data_root")      # the data root is tmp_path
+def test_a_malformed_extract_is_a_one_line_error(tmp_path: Path) -> None:
+    attrs = params("qr_loans")["attributes"]
+    frame, domain = fake_ipums_extract(attrs, n=30, seed=5)
+    out = tmp_path / "cache" / "itdp_loans"
+    out.mkdir(parents=True)
+    frame.assign(grade=domain["grade"]).to_csv(out / "loans.csv", index=False)  # out of range
+    (out / "loans-domain.json").write_text(json.dumps(domain))
+    with pytest.raises(DataError, match=r"loans.csv: column 'grade' must hold integer codes "
+                                        r"in \[0, \d\)") as exc:
+        load("qr_loans")
+    assert "\n" not in str(exc.value)
+    (out / "loans-domain.json").unlink()
+    (out / "loans-domain.json.sha256").unlink()
+    (out / "loans-domain.json").write_text("{not json")
+    with pytest.raises(DataError, match="is malformed") as exc:
+        load("qr_loans")
     assert "\n" not in str(exc.value)
