@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,14 +31,23 @@ def data_root() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2] / "data"
 
 
+def corrupted(path: Path, detail: str) -> DataError:
+    """The one error for a damaged data file, whatever check caught it (sha256 of the
+    contents, or the gzip stream's own CRC / deflate checks): one line naming the file."""
+    return DataError(
+        f"checksum mismatch for {path}: {detail}; "
+        f"the file is corrupted, restore it with `git checkout -- {path.name}` or re-vendor it"
+    )
+
+
 def read_bytes(path: Path) -> bytes:
     """File contents, transparently gunzipped for ``*.gz``."""
     raw = path.read_bytes()
     if path.suffix == ".gz":
         try:
             return gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise DataError(f"{path} is not a valid gzip file ({exc}); re-vendor it") from None
+        except (OSError, EOFError, zlib.error) as exc:  # header/CRC, truncation, bad deflate
+            raise corrupted(path, f"the gzip stream does not decompress ({exc})") from None
     return raw
 
 
@@ -46,11 +56,7 @@ def _verified(path_str: str, expected: str) -> Path:
     path = Path(path_str)
     digest = hashlib.sha256(read_bytes(path)).hexdigest()
     if digest != expected:
-        raise DataError(
-            f"checksum mismatch for {path}: sha256 {digest[:12]}... != expected "
-            f"{expected[:12]}...; "
-            f"the file is corrupted, restore it with `git checkout -- {path.name}` or re-vendor it"
-        )
+        raise corrupted(path, f"sha256 {digest[:12]}... != expected {expected[:12]}...")
     return path
 
 
