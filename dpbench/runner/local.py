@@ -1,9 +1,27 @@
-"""Local backend: joblib worker processes, a progress bar, results written by the workers."""
+"""Local backend: joblib worker processes, a progress bar, results written by the workers.
+
+Workers never outlive the run that started them. Each loky worker runs
+:func:`die_with_parent` first: on Linux the kernel sends it SIGKILL when its parent dies
+(``prctl(PR_SET_PDEATHSIG)``, so even ``kill -9`` of the parent stops it), elsewhere a
+thread polls the parent pid once a second. SIGTERM to the parent raises :class:`Terminated`
+in its main thread, which makes joblib abort and kill the workers (``kill_workers=True``).
+Either way only trials in flight are lost: finished ones are already in the store, written
+atomically by the worker itself (runner/store.py), and the next run computes the rest.
+"""
 
 from __future__ import annotations
 
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
 
 from joblib import Parallel, delayed
 from rich.progress import (
@@ -17,6 +35,66 @@ from rich.progress import (
 
 from dpbench.runner.execute import run_trial
 from dpbench.runner.spec import TrialSpec
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+class Terminated(BaseException):
+    """SIGTERM reached the run (a BaseException, so no trial records it as its own failure)."""
+
+
+def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
+    """Ask Linux to send ``sig`` to this process when its parent dies; False if unsupported.
+
+    The kernel tracks the thread that forked this process: loky forks workers from the
+    main thread or its executor-manager thread, both of which outlive the workers."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def watch_parent(parent_pid: int, interval_s: float = 1.0) -> None:
+    """Kill this process as soon as its parent is no longer ``parent_pid`` (it died and the
+    process was re-parented): the portable fallback of the parent-death signal."""
+    while os.getppid() == parent_pid:
+        time.sleep(interval_s)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def die_with_parent(parent_pid: int, use_prctl: bool = True) -> None:
+    """Worker initializer: end this worker when the run ``parent_pid`` dies.
+
+    Uses the parent-death signal where the kernel has one (``use_prctl``), else a daemon
+    thread running :func:`watch_parent`. A parent that died before this ran is caught by
+    comparing the current parent pid with ``parent_pid``.
+    """
+    if not (use_prctl and set_parent_death_signal()):
+        threading.Thread(target=watch_parent, args=(parent_pid,), daemon=True,
+                         name="dpbench-watch-parent").start()
+    if os.getppid() != parent_pid:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+@contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` in the main thread (a no-op in
+    other threads, which cannot set signal handlers); the old handler is restored after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def progress_bar(disable: bool = False) -> Progress:
@@ -32,20 +110,28 @@ def run_local(specs: Sequence[TrialSpec], store_root: str, *, n_jobs: int = 1,
     """Run ``specs`` (already filtered to pending ones) and return counts by status.
 
     With ``n_jobs == 1`` trials run in this process; otherwise in joblib's loky
-    worker processes. Each worker writes its own result file, so killing this
-    process at any point loses at most the trials in flight.
+    worker processes (``-1``: one per core), which die with this process (see the module
+    docstring). Each worker writes its own result file, so killing this process at any
+    point loses at most the trials in flight. SIGTERM raises :class:`Terminated`.
     """
     counts: Counter[str] = Counter()
-    with progress_bar(disable=not progress) as bar:
+    with sigterm_raises(), progress_bar(disable=not progress) as bar:
         task = bar.add_task(description, total=len(specs), status="")
         if n_jobs == 1:
             results = (run_trial(s, store_root, trace_memory=trace_memory) for s in specs)
         else:
-            results = Parallel(n_jobs=n_jobs, return_as="generator_unordered", batch_size=1)(
+            results = Parallel(n_jobs=n_jobs, return_as="generator_unordered", batch_size=1,
+                               initializer=die_with_parent, initargs=(os.getpid(),))(
                 delayed(run_trial)(s.to_dict(), store_root, trace_memory=trace_memory)
                 for s in specs)
-        for status in results:
-            counts[status] += 1
-            bar.update(task, advance=1,
-                       status=" ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+        try:
+            for status in results:
+                counts[status] += 1
+                bar.update(task, advance=1,
+                           status=" ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+        except BaseException:  # Terminated, KeyboardInterrupt: closing makes joblib kill the
+            with warnings.catch_warnings():  # workers; its "tasks not used" warning is moot,
+                warnings.simplefilter("ignore")  # their results are in the store
+                results.close()
+            raise
     return counts
