@@ -8,7 +8,9 @@ compose API, so one command runs a whole grid without per-point output folders.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +22,17 @@ from omegaconf.errors import OmegaConfBaseException
 
 from dpbench.data.files import DataError
 from dpbench.roots import conf_dirs
-from dpbench.runner.grid import ConfigError, choices, conf_dir, entries, expand, load_entry
+from dpbench.runner.grid import (
+    ConfigError,
+    check_settings,
+    choices,
+    conf_dir,
+    entries,
+    expand,
+    load_entry,
+    top_level_keys,
+)
+from dpbench.runner.local import Terminated
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK, ResultStore
 
@@ -32,9 +44,14 @@ class UserError(Exception):
 def compose_config(overrides: Sequence[str]) -> DictConfig:
     """Hydra compose of conf/ with the given overrides (errors become one line)."""
     overrides = list(overrides)
+    valid = sorted({*top_level_keys(), "dataset", "method"})
     for i, ov in enumerate(overrides):
         key, _, value = ov.partition("=")
         key = key.lstrip("+~")
+        head = key.split(".")[0].split("@")[0]
+        if head not in valid and head != "hydra":  # Hydra would refuse it, or add it unread
+            raise UserError(f"unknown key {head!r} in {ov!r}; valid top-level keys: "
+                            f"{', '.join(valid)}")
         if key in ("experiment", "profile", "runner") and "/" in value:  # paper/name form
             stem = value.rpartition("/")[2]
             if stem in choices(key) and group_path(key, stem) == value:
@@ -56,6 +73,7 @@ def compose_config(overrides: Sequence[str]) -> DictConfig:
         msg = " ".join(str(exc).split())
         raise UserError(f"bad override: {msg}") from None
     apply_experiment_profile(cfg, overrides)
+    check_settings(cfg)
     return cfg
 
 
@@ -80,6 +98,31 @@ def apply_experiment_profile(cfg: DictConfig, overrides: Sequence[str]) -> None:
 
 def store_of(cfg: DictConfig) -> ResultStore:
     return ResultStore(Path(cfg.results_dir) / "store")
+
+
+def require_writable(path: Path, cfg: DictConfig) -> None:
+    """Refuse (one line) unless files can be created in ``path``, checked before any work so
+    a read-only or misplaced ``results_dir`` fails up front, not after the first trial.
+
+    It really creates and deletes a file (in ``path``, or in its nearest existing ancestor
+    when dpbench would create the rest): permission bits alone say nothing for root, and a
+    read-only mount or a path under a regular file are refused for every user."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    why = None
+    if not probe.is_dir():
+        why = f"{probe} is not a directory"
+    else:
+        try:
+            fd, name = tempfile.mkstemp(prefix=".dpbench-probe-", dir=probe)
+            os.close(fd)
+            os.unlink(name)
+        except OSError as exc:
+            why = f"{exc.strerror or exc}: {probe}"
+    if why:
+        raise UserError(f"cannot write to {path} ({why}); results_dir={cfg.results_dir} must "
+                        "be a folder this user can write, e.g. results_dir=/tmp/results")
 
 
 def grid(cfg: DictConfig) -> list[TrialSpec]:
@@ -146,8 +189,10 @@ def pending(specs: Sequence[TrialSpec], store: ResultStore) -> list[TrialSpec]:
 
 def cmd_run(cfg: DictConfig) -> int:
     specs = grid(cfg)
-    preflight(specs)
     store = store_of(cfg)
+    for where in (store.trials, Path(cfg.results_dir) / "cache"):  # records, shared artifacts
+        require_writable(where, cfg)
+    preflight(specs)
     store.remove_stale_temp()
     todo = pending(specs, store)
     name = cfg.experiment.name
@@ -270,9 +315,14 @@ def cmd_figures(overrides: Sequence[str]) -> int:
 
     explicit = any(o.split("=")[0] == "experiment" for o in overrides)
     names = [None] if explicit else choices("experiment")
+    base = compose_config(list(overrides))
+    require_writable(Path(base.results_dir) / "figures", base)
+    if store_of(base).keys():                 # compact writes <store>/trials.parquet
+        require_writable(store_of(base).root, base)
     n = 0
     for name in names:
         cfg = compose_config([*overrides] + ([] if name is None else [f"experiment={name}"]))
+        require_writable(figure_dir(cfg), cfg)
         paths = build_figures(cfg)
         for p in paths:
             print(p)
@@ -282,7 +332,7 @@ def cmd_figures(overrides: Sequence[str]) -> int:
         n += len(paths)
     if n == 0:
         print("no stored results for these experiments yet; run `dpbench run experiment=...`")
-    store = store_of(compose_config(list(overrides)))
+    store = store_of(base)
     if store.keys():
         print(store.compact())
     return 0
@@ -313,6 +363,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dpbench: interrupted; finished trials are stored, rerun to resume", file=sys.stderr)
         return 130
+    except Terminated:
+        print("dpbench: terminated (SIGTERM); workers stopped, finished trials are stored, "
+              "rerun to resume", file=sys.stderr)
+        return 128 + 15
 
 
 def _cfg_yaml(cfg: DictConfig) -> str:  # pragma: no cover - debugging aid

@@ -1,8 +1,9 @@
 """The one grid expander: composed config -> validated list of TrialSpecs.
 
 Everything is checked before any work starts (unknown dataset / method / task,
-epsilon <= 0, delta outside (0, 1), a malformed delta rule), with a one-line
-error naming the bad value and the valid choices.
+epsilon <= 0, delta outside (0, 1), a malformed delta rule, an empty axis, a trial
+count or worker count that is not a valid integer, an unknown top-level key), with a
+one-line error naming the bad value and the valid choices.
 """
 
 from __future__ import annotations
@@ -49,6 +50,38 @@ def entries(group: str) -> dict[str, Path]:
 def choices(group: str) -> list[str]:
     """Names of the yaml files in ``conf/<group>/`` of every root."""
     return sorted(entries(group))
+
+
+def top_level_keys() -> list[str]:
+    """The keys a composed config may hold at its top level: conf/config.yaml's own keys and
+    its config groups (experiment, profile, runner). An override or an experiment yaml that
+    adds another one would be ignored by every command, so it is refused instead."""
+    root = OmegaConf.load(conf_dir() / "config.yaml")
+    groups = {next(iter(d)) for d in root.get("defaults", []) if isinstance(d, Mapping)}
+    return sorted((set(root) - {"defaults"}) | groups)
+
+
+def check_settings(cfg: DictConfig) -> None:
+    """Refuse what the grid expander does not read but a run depends on: unknown top-level
+    keys and an invalid ``runner.n_jobs`` (checked for every command, before any work)."""
+    valid = top_level_keys()
+    stray = sorted(set(cfg) - set(valid))
+    if stray:
+        raise ConfigError(f"unknown top-level key {stray[0]!r}; valid: {', '.join(valid)}")
+    runner = cfg.get("runner")
+    if runner is not None and "n_jobs" in runner:
+        n = runner.n_jobs
+        if isinstance(n, bool) or not isinstance(n, int) or not (n >= 1 or n == -1):
+            raise ConfigError(f"runner.n_jobs={n!r} is invalid: it must be a whole number "
+                              ">= 1 (worker processes) or -1 (one per core)")
+
+
+def count(value: Any, key: str) -> int:
+    """``value`` as a count >= 1 (a trial count or a profile cap), else a ConfigError naming
+    ``key``: a float or a string is refused rather than truncated."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{key}={value!r} is invalid: it must be a whole number >= 1")
+    return value
 
 
 def load_entry(group: str, name: str) -> dict[str, Any]:
@@ -135,6 +168,8 @@ def _as_list(value: Any, name: str) -> list[Any]:
         raise ConfigError(f"{name} is not set; give it on the command line, e.g. {name}=[...]")
     if isinstance(value, str | int | float):
         return [value]
+    if not value:  # an empty axis would expand to no trials and "succeed" doing nothing
+        raise ConfigError(f"{name}=[] is empty; give at least one value, e.g. {name}=[...]")
     return list(value)
 
 
@@ -276,12 +311,13 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
 
     exp = cfg.experiment
     profile = cfg.profile.name
-    epsilons = thin(_as_list(_get(cfg, "epsilons"), "epsilons"), cfg.profile.get("max_epsilons"))
-    trials = int(cfg.trials)
+    check_settings(cfg)
+    max_eps = cfg.profile.get("max_epsilons")
+    epsilons = thin(_as_list(_get(cfg, "epsilons"), "epsilons"),
+                    None if max_eps is None else count(max_eps, "profile.max_epsilons"))
+    trials = count(cfg.trials, "trials")
     if cfg.profile.get("trials") is not None:
-        trials = min(trials, int(cfg.profile.trials))
-    if trials < 1:
-        raise ConfigError(f"trials={trials} is invalid: it must be >= 1")
+        trials = min(trials, count(cfg.profile.trials, "profile.trials"))
     task = exp.task
     if task not in TASKS:
         raise ConfigError(f"unknown task {task!r}; valid: {', '.join(sorted(TASKS))}")
