@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import OK, ResultStore
 
 KEYS = ["dataset", "method", "epsilon"]
+NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
 def results_frame(specs: Sequence[TrialSpec], store: ResultStore,
@@ -116,3 +118,26 @@ def share_within(counts: np.ndarray, edges: np.ndarray, bound: float) -> float:
     centers = (edges[:-1] + edges[1:]) / 2
     return float(counts[np.abs(centers) <= bound].sum() / counts.sum())
 
+
+def method_name(ident: str) -> str:
+    """The yaml name of a method id: the part before ``[`` of a sweep point ``name[k=v]``."""
+    return ident.split("[", 1)[0]
+
+
+def sweep_key(ident: str) -> tuple[tuple[int, float, str], ...]:
+    """Sort key of a method id by its sweep values (``name[a=1,b=x]``): numbers numerically,
+    before other values, which sort as strings; a bare name first."""
+    inner = ident[len(method_name(ident)) + 1:].removesuffix("]")
+    key = []
+    for part in filter(None, inner.split(",")):
+        value = part.split("=", 1)[-1].strip()
+        number = float(value) if NUMBER.fullmatch(value) else math.nan
+        key.append((0, number, "") if math.isfinite(number) else (1, 0.0, value))
+    return tuple(key)
+
+
+def order_ids(ids: Sequence[str], names: Sequence[str]) -> list[str]:
+    """``ids`` of the listed method names: by name in ``names`` order, then by sweep value."""
+    return [i for n in names
+            for i in sorted({i for i in ids if method_name(i) == n}, key=lambda i: (
+                sweep_key(i), i))]

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from dpbench.report.kinds.bars import bars
+from dpbench.report.kinds.best_over_sweep import best_over_sweep
 from dpbench.report.kinds.function_approx import function_approx
 from dpbench.report.kinds.histogram import histogram
 from dpbench.report.kinds.metric_vs_eps import metric_vs_eps
@@ -35,4 +36,5 @@ KINDS: dict[str, Builder] = {
     "paper_table": paper_table,
     "function_approx": function_approx,
     "bars": bars,
+    "best_over_sweep": best_over_sweep,
 }

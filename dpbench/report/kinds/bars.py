@@ -29,7 +29,6 @@ of trials with a finite value among the series).
 from __future__ import annotations
 
 import math
-import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,12 +40,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch
 
-from dpbench.report.frame import mean_se
+from dpbench.report.frame import mean_se, method_name, order_ids
 from dpbench.report.render import fixed_cell, save, write_table
 
 GROUP_BY = ("method", "target")
 WRAP = 22  # characters per line of a bar's tick label
-NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
 @dataclass(frozen=True)
@@ -117,30 +115,6 @@ def parse_series(fig: Mapping[str, Any]) -> list[Series]:
         raise ValueError(f"figure {fig.get('name')!r}: series is empty; give "
                          "[{metric, label}, ...]")
     return out
-
-
-def method_name(ident: str) -> str:
-    """The yaml name of a method id: the part before ``[`` of a sweep point ``name[k=v]``."""
-    return ident.split("[", 1)[0]
-
-
-def sweep_key(ident: str) -> tuple[tuple[int, float, str], ...]:
-    """Sort key of a method id by its sweep values (``name[a=1,b=x]``): numbers numerically,
-    before other values, which sort as strings; a bare name first."""
-    inner = ident[len(method_name(ident)) + 1:].removesuffix("]")
-    key = []
-    for part in filter(None, inner.split(",")):
-        value = part.split("=", 1)[-1].strip()
-        number = float(value) if NUMBER.fullmatch(value) else math.nan
-        key.append((0, number, "") if math.isfinite(number) else (1, 0.0, value))
-    return tuple(key)
-
-
-def order_ids(ids: Sequence[str], names: Sequence[str]) -> list[str]:
-    """``ids`` of the listed method names: by name in ``names`` order, then by sweep value."""
-    return [i for n in names
-            for i in sorted({i for i in ids if method_name(i) == n}, key=lambda i: (
-                sweep_key(i), i))]
 
 
 def at_epsilon(rows: pd.DataFrame, epsilon: Any, name: str) -> tuple[pd.DataFrame, float]:
