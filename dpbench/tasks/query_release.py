@@ -7,8 +7,11 @@ The method's output is a :class:`QueryAnswers` vector in the flat layout of
 the method was given (``split.train``, the private rows). Metrics over every query:
 ``max_error`` (primary), ``mean_error`` and ``rmse`` of |q(data) - a_q|, and ``n_queries``.
 
-Scoring a synthetic table on the same workload, and the rounds and stopping reason of
-iterative methods, are still to come (only answer vectors are scored here).
+The rounds an iterative method ran and why it stopped are facts of the fit, not of the
+score: the methods record them in their info (``rounds_run``, ``stop_reason``), which every
+trial record and the results frame (``info.rounds_run``, ``info.stop_reason``) keep. Scoring
+a synthetic table on the same workload is still to come: a task consumes one output kind,
+and only answer vectors are scored here.
 """
 
 from __future__ import annotations
