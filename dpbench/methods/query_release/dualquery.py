@@ -1,0 +1,362 @@
+"""DualQuery (Gaboardi, Arias, Hsu, Roth & Wu, ICML 2014) as the query-release paper runs it
+(Liu, Vietri & Wu, NeurIPS 2021, App. B.2 and Table 3; the authors' ``dualquery.py``): a
+zero-sum game between a query player, who keeps a multiplicative-weights distribution over
+the workload's queries and their negations, and a data player, who best-responds with one
+record per round. There is no measurement step (App. B.2: "alpha = 1").
+
+State: the score of each query q after t rounds, S_t(q) = sum_{j<t} (q(P) - q(x_j)) (P the
+private data, x_j the records so far); its negation 1 - q scores -S_t(q). Round t = 0, 1, ...:
+
+1. **sample** ``samples`` (s) queries i.i.d. from Q_t, P(q) proportional to exp(eta S_t(q))
+   over the 2|Q| queries and negations (Q_0 uniform). S_t has sensitivity t/N under
+   replace-one neighbours with N public (each of its t terms moves by at most 1/N), so each
+   draw is the exponential mechanism with parameter eps_t = 2 eta t / N: eps_t^2 / 8 zCDP
+   (bounded-range analysis; the authors' accounting), s eps_t^2 / 8 per round, 0 in round 0;
+2. **best response** (post-processing): the record x_t maximising the number of sampled
+   queries it satisfies (a query sampled twice counts twice), found exactly by a
+   mixed-integer program over the one-hot encoding of a record (:func:`best_response`,
+   scipy's HiGHS ``milp``, as the authors' Gurobi MIP with absolute gap 0). App. B.2 writes
+   the loss as sum_i q_i(D) to be minimised; with the query player's sign above the data
+   player maximises it, as the authors' code and Gaboardi et al. do. ``oracle: enumerate``
+   finds the same maximum by scoring every record of a small full domain
+   (:func:`enumerate_best_response`);
+3. **update**: S_{t+1} = S_t + q(P) - q(x_t), i.e. Q_{t+1} proportional to
+   Q_t exp(eta (q(P) - q(x_t))).
+
+The rounds continue while the budget lasts: a round is charged on the trial's zCDP ledger
+before its draws, and the first round whose cost exceeds what is left is not run (the
+authors' stopping rule; they run one pass at the largest eps and cut prefixes for the
+smaller ones, which has the same distribution as the independent per-eps runs here). The
+total after T rounds is s eta^2 (T - 1) T (2T - 1) / (12 N^2), so T is about
+(6 N^2 rho / (s eta^2))^(1/3): 5 to 119 records on ADULT (N = 43,944) over Table 3's grid
+at eps 0.1 to 1. ``max_rounds`` caps
+T (None: budget only, as the paper). Output: the uniform mixture of the T records (App.
+B.2), as query answers or as a synthetic table of the T records.
+
+Under ``noise_disabled`` (tests only) the sampling is switched off: each round's best
+response is to Q_t itself (every query weighted by s Q_t(q), the expectation of the sampled
+objective), which is the exact multiplicative-weights game; the ledger is charged the same.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Self
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from scipy import sparse, special
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from dpbench.data.base import TabularData
+from dpbench.methods.base import Method
+from dpbench.methods.marginals.noise import noise_is_off
+from dpbench.methods.outputs import QueryAnswers, SyntheticTable
+from dpbench.methods.query_release.queries import (
+    MAX_HISTOGRAM_CELLS,
+    QuerySet,
+    check_histogram_size,
+    resolve_workload,
+    workload_key,
+)
+from dpbench.methods.query_release.template import NEIGHBOURS
+from dpbench.privacy.accountant import Accountant
+from dpbench.privacy.mechanisms import exponential_mechanism_rho
+
+#: how a round's best response is found (:class:`DualQuery` ``oracle``)
+ORACLES = ("mip", "enumerate")
+
+
+# -- accounting ---------------------------------------------------------------------------
+
+def round_epsilon(eta: float, t: int, n: int) -> float:
+    """The exponential mechanism's parameter of one draw in round ``t`` (0-based):
+    2 eta t / N (P ~ exp(eta S_t), S_t of sensitivity t/N)."""
+    return 2.0 * eta * t / n
+
+
+def round_rho(eta: float, t: int, n: int, samples: int) -> float:
+    """zCDP of round ``t``'s ``samples`` draws: s (2 eta t / N)^2 / 8."""
+    return samples * exponential_mechanism_rho(round_epsilon(eta, t, n))
+
+
+def total_rho(eta: float, rounds: int, n: int, samples: int) -> float:
+    """zCDP of ``rounds`` rounds: s eta^2 (T - 1) T (2T - 1) / (12 N^2)."""
+    return math.fsum(round_rho(eta, t, n, samples) for t in range(rounds))
+
+
+# -- the query player -----------------------------------------------------------------------
+
+def query_distribution(scores: NDArray, eta: float) -> NDArray:
+    """Q_t over the 2|Q| queries then their negations: softmax(eta [S_t, -S_t])."""
+    s = np.asarray(scores, dtype=float)
+    return special.softmax(eta * np.concatenate([s, -s]))
+
+
+def sample_queries(scores: NDArray, eta: float, samples: int,
+                   rng: np.random.Generator) -> tuple[NDArray[np.int64], NDArray[np.bool_],
+                                                      NDArray]:
+    """``samples`` i.i.d. draws from Q_t (:func:`query_distribution`), aggregated: (query
+    positions, negated?, number of draws of each)."""
+    p = query_distribution(scores, eta)
+    draws = rng.choice(p.size, size=samples, p=p)
+    ids, counts = np.unique(draws, return_counts=True)
+    n_q = len(scores)
+    return (ids % n_q).astype(np.int64), ids >= n_q, counts.astype(float)
+
+
+# -- the data player ----------------------------------------------------------------------
+
+def query_cells(qs: QuerySet, positions: NDArray) -> list[tuple[tuple[int, ...],
+                                                                 tuple[int, ...]]]:
+    """Per query position, (domain axes of its marginal, its cell's codes on them)."""
+    marg, cells = qs.locate(positions)
+    return [(qs.axes[int(m)], c) for m, c in zip(marg, cells, strict=True)]
+
+
+def payoff(qs: QuerySet, record: NDArray, positions: NDArray, negated: NDArray,
+           weights: NDArray) -> float:
+    """sum_i w_i q_i(x) for one record x (codes in domain order), a negated query scoring
+    1 - q_i(x): the objective :func:`best_response` maximises."""
+    hit = np.isin(np.asarray(positions), qs.row_positions(np.asarray(record)[None, :])[0])
+    return float(np.sum(np.asarray(weights) * np.where(negated, ~hit, hit)))
+
+
+def best_response(qs: QuerySet, positions: NDArray, negated: NDArray, weights: NDArray,
+                  time_limit: float | None = 60.0) -> tuple[NDArray[np.int64], float, bool]:
+    """A record maximising :func:`payoff`, from a mixed-integer program solved by HiGHS.
+
+    Variables: the record's one-hot encoding z (binary, one block per attribute summing to
+    1) and per query i an indicator c_i in [0, 1] with objective weight w_i. A query on
+    cells (a_1 = v_1, ..., a_k = v_k) gets c_i <= z_{a_j v_j} for every j (c_i can be 1 only
+    if x satisfies it); its negation gets c_i + sum_j z_{a_j v_j} <= k (c_i can be 1 only if
+    some a_j differs from v_j). With z integral and w_i > 0 the optimal c_i are integral, so
+    c need not be declared integer. Returns (record codes in domain order, payoff, whether
+    HiGHS proved optimality; False = the time limit stopped it with a feasible record).
+    """
+    w = np.asarray(weights, dtype=float)
+    neg = np.asarray(negated, dtype=bool)
+    if w.size == 0:
+        raise ValueError("a best response needs at least one query")
+    if np.any(w <= 0) or not np.all(np.isfinite(w)):
+        raise ValueError("query weights must be finite and > 0")
+    sizes = np.asarray(qs.sizes, dtype=np.int64)
+    start = np.concatenate([[0], np.cumsum(sizes)[:-1]])     # first one-hot column per axis
+    n_z, n_c = int(sizes.sum()), w.size
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    upper: list[float] = []
+    r = 0
+    for i, (axes, cell) in enumerate(query_cells(qs, positions)):
+        z = [int(start[a] + v) for a, v in zip(axes, cell, strict=True)]
+        if neg[i]:                               # c_i + sum_j z_j <= k
+            rows += [r] * (len(z) + 1)
+            cols += [n_z + i, *z]
+            vals += [1.0] * (len(z) + 1)
+            upper.append(float(len(z)))
+            r += 1
+        else:                                    # c_i - z_j <= 0 for every j
+            for zj in z:
+                rows += [r, r]
+                cols += [n_z + i, zj]
+                vals += [1.0, -1.0]
+                upper.append(0.0)
+                r += 1
+    queries = sparse.csr_array((vals, (rows, cols)), shape=(r, n_z + n_c))
+    onehot = sparse.csr_array((np.ones(n_z), (np.repeat(np.arange(len(sizes)), sizes),
+                                              np.arange(n_z))), shape=(len(sizes), n_z + n_c))
+    res = milp(np.concatenate([np.zeros(n_z), -w]),
+               integrality=np.concatenate([np.ones(n_z), np.zeros(n_c)]),
+               bounds=Bounds(0.0, 1.0),
+               constraints=[LinearConstraint(queries, -np.inf, np.asarray(upper)),
+                            LinearConstraint(onehot, 1.0, 1.0)],
+               options={"mip_rel_gap": 0.0, "disp": False,
+                        **({} if time_limit is None else {"time_limit": float(time_limit)})})
+    if res.x is None:
+        raise RuntimeError(f"the best-response MIP found no record ({res.message})")
+    record = np.array([int(np.argmax(res.x[b:b + m])) for b, m in zip(start, sizes,
+                                                                        strict=True)])
+    return record, payoff(qs, record, positions, neg, w), bool(res.status == 0)
+
+
+def enumerate_best_response(qs: QuerySet, positions: NDArray, negated: NDArray,
+                            weights: NDArray, max_cells: int | None = MAX_HISTOGRAM_CELLS
+                            ) -> tuple[NDArray[np.int64], float]:
+    """A record maximising :func:`payoff` by evaluating it on every record of the full domain
+    (the first maximum in C order): the objective is a constant (the negated queries'
+    weights) plus, per marginal, a table of signed weights broadcast over the domain. The
+    domain is refused in one line over ``max_cells`` before anything is allocated. The same
+    maximum as :func:`best_response` (tests/methods/test_dualquery.py), for small domains."""
+    check_histogram_size(qs.domain, max_cells)
+    w = np.asarray(weights, dtype=float)
+    neg = np.asarray(negated, dtype=bool)
+    pos = np.asarray(positions, dtype=np.int64)
+    signed = np.where(neg, -w, w)
+    marg = np.searchsorted(qs.offsets, pos, side="right") - 1
+    objective = np.zeros(qs.sizes)
+    for m in np.unique(marg):
+        sel = marg == m
+        table = np.zeros(math.prod(qs.shapes[m]))
+        np.add.at(table, pos[sel] - qs.offsets[m], signed[sel])
+        axes = qs.axes[m]
+        table = np.transpose(table.reshape(qs.shapes[m]), np.argsort(axes))
+        shape = [qs.sizes[a] if a in axes else 1 for a in range(len(qs.sizes))]
+        objective += table.reshape(shape)
+    flat = int(np.argmax(objective))
+    record = np.array(np.unravel_index(flat, qs.sizes), dtype=np.int64)
+    return record, float(objective.flat[flat] + w[neg].sum())
+
+
+# -- the method ---------------------------------------------------------------------------
+
+def _number(value: object, name: str, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name}={value!r} must be a finite number > 0 ({what})")
+    return float(value)
+
+
+def _whole(value: object, name: str, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name}={value!r} must be a whole number >= 1 ({what})")
+    return int(value)
+
+
+class DualQuery(Method):
+    """DualQuery (module docstring). ``eta``: the query player's learning rate (Table 3:
+    2, 3, 4, 5); ``samples``: queries drawn per round (Table 3: 25, 50, 100, 250, 500);
+    ``max_rounds``: a cap on the rounds (None: until the budget is spent, as the paper);
+    ``oracle``: how the best response is found, ``mip`` (the paper's, default) or
+    ``enumerate`` (the same maximum by scoring every record of a full domain of at most
+    ``max_domain_cells``; ties may pick another record); ``mip_time_limit``: seconds per
+    best-response MIP (60, the authors' Gurobi limit; a record found at the limit is used
+    and counted in the info); the workload ``workload`` / ``number`` / ``seed`` /
+    ``max_cells`` as the ``query_release`` task's parameters."""
+
+    accounting = "zcdp"
+    serves = frozenset({"query_release"})
+    requires = frozenset({"discrete"})
+    produces = (QueryAnswers, SyntheticTable)
+
+    def __init__(self, eta: float = 3.0, samples: int = 100, max_rounds: int | None = None,
+                 oracle: str = "mip", mip_time_limit: float = 60.0,
+                 workload: str = "all_3way", number: int | None = None, seed: int = 0,
+                 max_cells: int | str | None = None,
+                 max_domain_cells: int | None = MAX_HISTOGRAM_CELLS) -> None:
+        if oracle not in ORACLES:
+            raise ValueError(f"oracle={oracle!r} is unknown; valid: {', '.join(ORACLES)}")
+        super().__init__(
+            eta=_number(eta, "eta", "the query player's learning rate"),
+            samples=_whole(samples, "samples", "queries drawn per round"),
+            max_rounds=None if max_rounds is None
+            else _whole(max_rounds, "max_rounds", "a cap on the rounds, or null"),
+            oracle=oracle,
+            mip_time_limit=_number(mip_time_limit, "mip_time_limit", "seconds per MIP"),
+            workload=workload, number=number, seed=seed, max_cells=max_cells,
+            max_domain_cells=max_domain_cells)
+
+    def queries(self, data: TabularData) -> QuerySet:
+        """The workload's queries over ``data``'s domain (one-line error if it has none, or
+        if ``oracle: enumerate`` meets a full domain over ``max_domain_cells``)."""
+        if data.discrete is None or data.domain is None:
+            raise ValueError("DualQuery needs discrete data (integer codes and a domain)")
+        domain = dict(data.domain)
+        p = self.params
+        if p["oracle"] == "enumerate":
+            check_histogram_size(domain, p["max_domain_cells"])
+        return QuerySet.build(domain, resolve_workload(domain, data.n, p["workload"],
+                                                       p["number"], p["seed"],
+                                                       p["max_cells"]))
+
+    def check_data(self, data: TabularData) -> None:
+        self.queries(data)
+
+    def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
+        if accountant.currency != "zcdp":
+            raise TypeError(f"DualQuery composes in zCDP; this ledger is "
+                            f"{accountant.currency!r}")
+        p = self.params
+        eta, s, n = p["eta"], p["samples"], data.n
+        qs = self.queries(data)
+        true = qs.answers(data.discrete)
+        scores = np.zeros(qs.n_queries)
+        records: list[NDArray] = []
+        self.oracle_seconds_, self.mip_unproven_ = 0.0, 0
+        exact = noise_is_off()
+        t = 0
+        while True:
+            if p["max_rounds"] is not None and t >= p["max_rounds"]:
+                self.stop_reason_ = f"max_rounds={p['max_rounds']} reached"
+                break
+            cost = round_rho(eta, t, n, s)
+            left = accountant.remaining()
+            if cost > left:
+                self.stop_reason_ = (f"budget: round {t + 1} would cost rho {cost:.4g}, "
+                                     f"{left:.4g} left")
+                break
+            eps_t = round_epsilon(eta, t, n)
+            accountant.charge_rho(cost, f"sample {t + 1} ({s} draws, eps {eps_t:.4g} each)")
+            if exact:
+                w = s * query_distribution(scores, eta)
+                ids = np.flatnonzero(w > 0)
+                pos, neg, w = ids % qs.n_queries, ids >= qs.n_queries, w[ids]
+            else:
+                pos, neg, w = sample_queries(scores, eta, s, rng)
+            start = time.perf_counter()
+            if p["oracle"] == "mip":
+                record, _, optimal = best_response(qs, pos, neg, w, p["mip_time_limit"])
+                self.mip_unproven_ += not optimal
+            else:
+                record, _ = enumerate_best_response(qs, pos, neg, w, p["max_domain_cells"])
+            self.oracle_seconds_ += time.perf_counter() - start
+            records.append(record)
+            scores += true
+            np.subtract.at(scores, qs.row_positions(record[None, :])[0], 1.0)
+            t += 1
+        codes = np.array(records, dtype=np.int64).reshape(-1, len(qs.sizes))
+        self.records_ = pd.DataFrame(codes, columns=list(qs.attributes))
+        self.answers_ = qs.rows_answers(self.records_.to_numpy())
+        self.synthetic_ = data.encoding.encode(self.records_) if data.encoding is not None \
+            else None
+        self.rounds_run_ = t
+        self.n_queries_ = qs.n_queries
+        self.rho_ = accountant.rho_total
+        self.noise_off_ = exact
+        return self
+
+    def output(self, kind: type) -> Any:
+        if kind is QueryAnswers:
+            p = self.params
+            return QueryAnswers(np.asarray(self.answers_),
+                                workload_key(p["workload"], p["number"], p["seed"],
+                                             p["max_cells"]))
+        if kind is SyntheticTable:
+            if self.synthetic_ is None:
+                raise ValueError("DualQuery's records were fitted on data without an "
+                                 "encoding; there is no (X, y) to give")
+            X, y = self.synthetic_
+            return SyntheticTable(np.asarray(X), np.asarray(y), self.records_.copy())
+        return super().output(kind)
+
+    def info(self) -> dict[str, Any]:
+        return {"rounds_run": self.rounds_run_, "stop_reason": self.stop_reason_,
+                "records": self.rounds_run_, "distinct_records":
+                int(len(self.records_.drop_duplicates())),
+                "rho": self.rho_, "eta": self.params["eta"], "samples": self.params["samples"],
+                "n_queries": self.n_queries_, "oracle": self.params["oracle"],
+                "oracle_seconds": self.oracle_seconds_,
+                "mip_unproven": self.mip_unproven_, "neighbours": NEIGHBOURS,
+                "noise_disabled": self.noise_off_}
+
+
+def rounds_affordable(eta: float, samples: int, n: int, rho: float) -> int:
+    """The rounds a budget ``rho`` pays for on ``n`` private rows without a ``max_rounds``
+    cap: the largest T with :func:`total_rho` (T) <= rho (what :class:`DualQuery` runs)."""
+    t, spent = 0, 0.0
+    while spent + round_rho(eta, t, n, samples) <= rho:
+        spent += round_rho(eta, t, n, samples)
+        t += 1
+    return t
