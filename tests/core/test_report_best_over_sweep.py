@@ -90,6 +90,20 @@ def test_figure_and_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert r"$\varepsilon$=0.1" in (tmp_path / "fig.tex").read_text()
 
 
+def test_digits_per_metric(tmp_path: Path) -> None:
+    # metrics of different scales: {metric: decimals}; unlisted metrics keep the default 4
+    frame = _frame()
+    spec = {"name": "fig", "metrics": ["max_error", "mean_error"], "methods": ["m"],
+            "digits": {"max_error": 6}}
+    KINDS["best_over_sweep"](frame, spec, tmp_path)
+    table = (tmp_path / "fig.md").read_text()
+    sel = frame[(frame.method == "m[T=20]") & (frame.epsilon == 0.1)]["max_error"].to_numpy()
+    want = f"{sel.mean():.6f} ± {sel.std(ddof=1) / np.sqrt(sel.size):.6f} [T=20]"
+    assert f"| max_error | D | M | {want} |" in table
+    sel = frame[(frame.method == "m[T=10]") & (frame.epsilon == 0.1)]["mean_error"]
+    assert f"| mean_error | D | M | {_cell(sel)} [T=10] |" in table
+
+
 def test_refusals_and_empty_frames(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="needs metric: or metrics"):
         KINDS["best_over_sweep"](_frame(), {"name": "x"}, tmp_path)

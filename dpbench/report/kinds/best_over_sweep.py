@@ -18,7 +18,7 @@ default: the bare id's label, else a point's label without its ``(k=v, ...)`` su
 ``logy`` (default false), ``tuning_label`` (default "best over sweep (non-private
 tuning)"), ``note`` (printed under the figure and in the tables), ``table`` (default true),
 ``points_table`` (default true: ``<name>_points``), ``digits`` (fixed decimals of the table
-cells, default 4).
+cells, default 4; or {metric: decimals} when the metrics differ in scale).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from dpbench.report.frame import method_name, order_ids, summarise
+from dpbench.report.frame import method_name, order_ids, short_mark, summarise
 from dpbench.report.render import fixed_cell, save, write_table
 
 TUNING = "best over sweep (non-private tuning)"
@@ -55,7 +55,6 @@ def best_over_sweep(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list
         return []
     labels = _labels(rows, names, fig.get("labels") or {})
     tuning = str(fig.get("tuning_label", TUNING))
-    digits = int(fig.get("digits", 4))
     points = {m: summarise(rows, m) for m in metrics}
     best = {m: choose(points[m], sign) for m in metrics}
 
@@ -97,9 +96,9 @@ def best_over_sweep(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list
         for metric in metrics:
             b = best[metric]
             for (dlabel, n), g in _grouped(b, "name", names):
-                cells = {float(e): f"{fixed_cell(m, s, digits)} [{_point(i)}]"
-                         for e, m, s, i in zip(g["epsilon"], g["mean"], g["se"], g["method"],
-                                               strict=True)}
+                cells = {float(e): f"{fixed_cell(m, s, _digits(fig, metric))} [{_point(i)}]{k}"
+                         for e, m, s, i, k in zip(g["epsilon"], g["mean"], g["se"], g["method"],
+                                                  _marks(g), strict=True)}
                 table.append([_ylabel(fig, metric), dlabel, labels[n],
                               *[cells.get(e, "—") for e in epsilons]])
         paths += write_table(out / name, f"{name}: mean ± s.e., {tuning}", header, table,
@@ -112,8 +111,9 @@ def best_over_sweep(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list
                 part = p[p["dataset_label"] == dlabel]
                 for ident in order_ids(list(part["method"].astype(str)), names):
                     g = part[part["method"] == ident]
-                    cells = {float(e): fixed_cell(m, s, digits)
-                             for e, m, s in zip(g["epsilon"], g["mean"], g["se"], strict=True)}
+                    cells = {float(e): fixed_cell(m, s, _digits(fig, metric)) + k
+                             for e, m, s, k in zip(g["epsilon"], g["mean"], g["se"], _marks(g),
+                                                   strict=True)}
                     table.append([_ylabel(fig, metric), dlabel, ident,
                                   *[cells.get(e, "—") for e in epsilons]])
         paths += write_table(out / f"{name}_points", f"{name}: every sweep point, mean ± s.e.",
@@ -136,6 +136,14 @@ def choose(summary: pd.DataFrame, sign: float) -> pd.DataFrame:
     return s.groupby(keys, sort=True).head(1).drop(columns="_score").reset_index(drop=True)
 
 
+def _marks(summary: pd.DataFrame) -> list[str]:
+    """Per row of ``summarise`` output: `` [k/n trials]`` if the cell is short, else ""."""
+    if "asked" not in summary:
+        return [""] * len(summary)
+    return [short_mark(int(t), a) for t, a in zip(summary["trials"], summary["asked"],
+                                                  strict=True)]
+
+
 def _metrics(fig: Mapping[str, Any]) -> list[str]:
     raw = fig.get("metrics", fig.get("metric"))
     if raw is None:
@@ -149,6 +157,12 @@ def _ylabel(fig: Mapping[str, Any], metric: str) -> str:
     if isinstance(given, Mapping):
         return str(given.get(metric, metric))
     return str(given) if given is not None and len(_metrics(fig)) == 1 else metric
+
+
+def _digits(fig: Mapping[str, Any], metric: str) -> int:
+    """Fixed decimals of ``metric``'s table cells (``digits``: an int or {metric: int})."""
+    given = fig.get("digits", 4)
+    return int(given.get(metric, 4)) if isinstance(given, Mapping) else int(given)
 
 
 def _point(ident: str) -> str:
