@@ -5,17 +5,31 @@ PY     := $(VENV)/bin/python
 DPB    := $(VENV)/bin/dpbench
 STAMP  := $(VENV)/.installed
 
-.PHONY: install slurm-local demo test smoke figures lint bench
+.PHONY: install lock slurm-local demo test smoke figures lint bench
 
 install: $(STAMP)   ## virtualenv with every dependency (torch pinned to the 2.13.0 CPU build)
 
-$(STAMP): pyproject.toml
+# TORCH_INDEX: where pip finds the torch 2.13.0 CPU build (2.13.0+cpu) when it is not on the
+# machine already, e.g. make install TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?=
+PIP_TORCH := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),)
+
+$(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# torch first and pinned: an unpinned torch would pull several GB of CUDA packages
-	$(PY) -m pip install --quiet "torch==2.13.0"
-	$(PY) -m pip install --quiet -e ".[dev]"
+	# exactly the locked versions, each checked against its sha256 (torch: the CPU build,
+	# so no CUDA packages); then dpbench itself without resolving anything again
+	$(PY) -m pip install --quiet --require-hashes --no-deps $(PIP_TORCH) -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
+
+lock:               ## re-resolve requirements.lock after editing pyproject.toml (keeps other pins; LOCK_ARGS=--upgrade moves all; ~10 min)
+	$(PYTHON) -m venv .lockenv
+	.lockenv/bin/pip install --quiet pip-tools
+	.lockenv/bin/pip-compile --quiet --allow-unsafe --extra=dev --generate-hashes --strip-extras \
+		--no-emit-index-url --no-emit-find-links --custom-compile-command "make lock" $(PIP_TORCH) $(LOCK_ARGS) \
+		--output-file=requirements.lock pyproject.toml
+	rm -rf .lockenv
 
 demo: install       ## the main job, linreg_adult (DD-SSP Fig. 3a, Adult), on the smoke profile, + figure
 	# the default-profile grid (AIM in every cell) takes about an hour: dpbench run experiment=linreg_adult
