@@ -14,7 +14,8 @@ in one line; tests/contracts runs every method yaml on a dataset it serves):
 - ``requires``: data capabilities it needs, a subset of ``dpbench.data.CAPABILITIES``
   (e.g. ``discrete`` for marginal-based methods, ``x_range`` for box-based ones);
 - ``produces``: the output kinds (``dpbench.methods.outputs``) that ``output(kind)``
-  returns after ``fit``: what tasks consume.
+  returns after ``fit``: what tasks consume. ``output((kind, ...))`` (a task that scores
+  several kinds, in order of preference) returns the first of them the method produces.
 
 ``supports(task, provides, params)`` combines them (overridden where a parameter changes
 what a method serves, e.g. a logistic model serves classification, a linear one regression)
@@ -59,7 +60,15 @@ class Method(ABC):
         """Fit under the budget; must charge every release to ``accountant``."""
 
     def output(self, kind: type[T]) -> T:
-        """The fitted result as ``kind`` (one of ``produces``)."""
+        """The fitted result as ``kind`` (one of ``produces``); given a tuple of kinds, as
+        the first of them that the method produces."""
+        if isinstance(kind, tuple):
+            for k in kind:
+                if k in self.produces:
+                    return self.output(k)
+            raise TypeError(f"{type(self).__name__} produces none of "
+                            f"{', '.join(k.__name__ for k in kind)}; it produces "
+                            f"{', '.join(k.__name__ for k in self.produces) or 'nothing'}")
         raise TypeError(f"{type(self).__name__} produces no {kind.__name__}; it produces "
                         f"{', '.join(k.__name__ for k in self.produces) or 'nothing'}")
 

@@ -1,9 +1,11 @@
 """What a fitted method hands to a task: small typed value objects (one per output kind).
 
 A method declares the kinds it produces (``Method.produces``) and returns them from
-``Method.output(kind)``; a task declares the one kind it consumes (``Task.needs``). Tasks
-never read a method's attributes, so any method producing a kind can be scored by every
-task that needs it (an arena is the cross product).
+``Method.output(kind)``; a task declares the kind it consumes (``Task.needs``; a tuple
+when it can score several, e.g. ``query_release`` scores query answers or a synthetic
+table, and a method is scored on the first of them it produces). Tasks never read a
+method's attributes, so any method producing a kind can be scored by every task that needs
+it (an arena is the cross product).
 
 - :class:`LinearFit`: a linear score ``X @ coef + intercept`` (intercept 0 unless the
   method fits one), optionally with

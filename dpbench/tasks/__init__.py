@@ -39,7 +39,7 @@ TASKS: dict[str, Task] = {t.name: t for t in (
                   "roc_auc_*", "risk_*", "excess_risk_*", "real_*"),
          primary="excess_risk", higher_is_better=False, requires=frozenset({"discrete"}),
          params={"targets": (), "workload": None, "max_cells": None}, check=tstr.check),
-    Task("query_release", QueryAnswers, query_release.evaluate,
+    Task("query_release", (QueryAnswers, SyntheticTable), query_release.evaluate,
          metrics=("max_error", "mean_error", "rmse", "n_queries"), primary="max_error",
          higher_is_better=False, requires=frozenset({"discrete"}),
          params={"workload": "all_3way", "number": None, "seed": 0, "max_cells": None},

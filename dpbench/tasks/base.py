@@ -1,7 +1,9 @@
 """The task contract: how a method's output is scored, in one place.
 
 A :class:`Task` names the output kind it consumes (``needs``, from
-``dpbench.methods.outputs``), the data capabilities it requires, its parameters with
+``dpbench.methods.outputs``; or a tuple of kinds it can score, in order of preference:
+``Method.output`` given the tuple returns the first kind the method produces, see
+:meth:`Task.kind_for`), the data capabilities it requires, its parameters with
 their defaults (an experiment's ``task_params`` override them and enter the trial key),
 its metrics, its primary metric and whether higher is better (reports rank by the primary
 metric; claims use the direction). ``evaluate(output, split, **params)`` returns
@@ -26,7 +28,7 @@ class Task:
     """One way of scoring a fitted method (see the module docstring)."""
 
     name: str
-    needs: type
+    needs: type | tuple[type, ...]
     evaluate: Evaluate
     metrics: tuple[str, ...]
     primary: str
@@ -42,6 +44,16 @@ class Task:
             raise ValueError(f"task {self.name!r}: primary metric {self.primary!r} is not "
                              f"among its metrics {self.metrics}")
 
+    @property
+    def kinds(self) -> tuple[type, ...]:
+        """The output kinds this task scores, in order of preference."""
+        return self.needs if isinstance(self.needs, tuple) else (self.needs,)
+
+    def kind_for(self, produces: tuple[type, ...]) -> type | None:
+        """The kind a method producing ``produces`` is scored on: the first of
+        :attr:`kinds` it produces (None: it produces none of them)."""
+        return next((k for k in self.kinds if k in produces), None)
+
     def resolve_params(self, given: Mapping[str, Any]) -> dict[str, Any]:
         """Defaults overridden by ``given``; an unknown name is a one-line ValueError."""
         unknown = sorted(set(given) - set(self.params))
@@ -56,8 +68,9 @@ class Task:
             self.check(split, **self.resolve_params(params))
 
     def score(self, output: Any, split: Split, params: Mapping[str, Any]) -> dict[str, float]:
-        """``evaluate`` on an output of the kind this task needs."""
-        if not isinstance(output, self.needs):
-            raise TypeError(f"task {self.name!r} needs a {self.needs.__name__}, got "
+        """``evaluate`` on an output of a kind this task needs."""
+        if not isinstance(output, self.kinds):
+            raise TypeError(f"task {self.name!r} needs a "
+                            f"{' or a '.join(k.__name__ for k in self.kinds)}, got "
                             f"{type(output).__name__}")
         return self.evaluate(output, split, **self.resolve_params(params))

@@ -1,25 +1,34 @@
 """Query release: the error of released answers over every query of a marginal workload.
 
-The method's output is a :class:`QueryAnswers` vector in the flat layout of
-``methods/query_release/queries.py`` for the workload the task's parameters name
-(``workload``, ``number``, ``seed``, ``max_cells``: see ``resolve_workload``); its
-``workload`` must be that spec's ``workload_key``. The truth is the answers on the rows
-the method was given (``split.train``, the private rows). Metrics over every query:
-``max_error`` (primary), ``mean_error`` and ``rmse`` of |q(data) - a_q|, and ``n_queries``.
+The workload is the task's parameters (``workload``, ``number``, ``seed``, ``max_cells``:
+see ``resolve_workload``), built over the domain of the rows the method was given
+(``split.train``, the private rows), whose answers are the truth. The method's output is
+either
+
+- a :class:`QueryAnswers` vector in the flat layout of ``methods/query_release/queries.py``;
+  its ``workload`` must be that spec's ``workload_key`` (answers to another workload of the
+  same length are refused), or
+- a :class:`SyntheticTable` (so that any synthetic-data generator can be scored on the same
+  workload): its ``records`` must hold the integer codes of every
+  attribute of the domain (extra columns are ignored), and the answers are the shares of
+  its rows in each query's cell (every row weighted alike).
+
+A method producing both is scored on its answers (the task's first kind). Metrics over every
+query: ``max_error`` (primary), ``mean_error`` and ``rmse`` of |q(data) - a_q|, and
+``n_queries``.
 
 The rounds an iterative method ran and why it stopped are facts of the fit, not of the
 score: the methods record them in their info (``rounds_run``, ``stop_reason``), which every
-trial record and the results frame (``info.rounds_run``, ``info.stop_reason``) keep. Scoring
-a synthetic table on the same workload is still to come: a task consumes one output kind,
-and only answer vectors are scored here.
+trial record and the results frame (``info.rounds_run``, ``info.stop_reason``) keep.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from dpbench.data.base import Split
-from dpbench.methods.outputs import QueryAnswers
+from dpbench.methods.outputs import QueryAnswers, SyntheticTable
 from dpbench.methods.query_release.queries import QuerySet, resolve_workload, workload_key
 
 
@@ -34,16 +43,36 @@ def _queries(split: Split, workload: str, number: int | None, seed: int,
                                                    max_cells))
 
 
-def evaluate(output: QueryAnswers, split: Split, workload: str = "all_3way",
+def synthetic_answers(table: SyntheticTable, qs: QuerySet) -> NDArray:
+    """The answers of a synthetic table's records to every query of ``qs`` (one-line
+    ValueError without records, without one of the domain's attributes, or with a code
+    outside the domain)."""
+    if table.records is None:
+        raise ValueError("the query_release task scores a synthetic table through its "
+                         "records (every attribute's codes); this one has none")
+    missing = [a for a in qs.attributes if a not in table.records.columns]
+    if missing:
+        raise ValueError(f"the synthetic records lack the attributes {missing} of the "
+                         f"workload's domain")
+    if len(table.records) == 0:
+        raise ValueError("the synthetic table has no rows to answer queries on")
+    return qs.answers(table.records[list(qs.attributes)])
+
+
+def evaluate(output: QueryAnswers | SyntheticTable, split: Split, workload: str = "all_3way",
              number: int | None = None, seed: int = 0,
              max_cells: int | str | None = None) -> dict[str, float]:
     """Max, mean and RMS absolute error of ``output`` on the workload (module docstring)."""
-    key = workload_key(workload, number, seed, max_cells)
-    if output.workload != key:
-        raise ValueError(f"answers are for workload {output.workload!r}; the task scores "
-                         f"{key!r}")
+    if isinstance(output, QueryAnswers):
+        key = workload_key(workload, number, seed, max_cells)
+        if output.workload != key:
+            raise ValueError(f"answers are for workload {output.workload!r}; the task scores "
+                             f"{key!r}")
     qs = _queries(split, workload, number, seed, max_cells)
-    answers = np.asarray(output.answers, dtype=float)
+    if isinstance(output, SyntheticTable):
+        answers = synthetic_answers(output, qs)
+    else:
+        answers = np.asarray(output.answers, dtype=float)
     if answers.shape != (qs.n_queries,):
         raise ValueError(f"{answers.shape} answers for a workload of {qs.n_queries} queries")
     err = np.abs(qs.answers(split.train.discrete) - answers)

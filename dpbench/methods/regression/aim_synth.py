@@ -10,7 +10,8 @@ without intercept (scikit-learn L-BFGS, labels as given by the encoding), or
 (``methods.classification.default_logistic``; the excess-risk paper's model, App. D.2).
 ``synth_rows`` is the number of rows (None: the release's noisy record count).
 ``model: none`` fits nothing: the method then only serves tasks that score the synthetic
-records themselves (``synthetic_utility``, ``tstr``), which get every attribute's codes.
+records themselves (``synthetic_utility``, ``tstr``, ``query_release``), which get every
+attribute's codes.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dpbench.methods.outputs import LinearFit, SyntheticTable
 from dpbench.methods.regression._marginal import MODELS, MarginalMethod
 from dpbench.privacy.accountant import Accountant
 
-SYNTHETIC_TASKS = frozenset({"synthetic_utility", "tstr"})
+SYNTHETIC_TASKS = frozenset({"synthetic_utility", "tstr", "query_release"})
 
 
 class AIMSynth(MarginalMethod):
