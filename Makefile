@@ -32,7 +32,7 @@ lock:               ## re-resolve requirements.lock after editing pyproject.toml
 	rm -rf .lockenv
 
 demo: install       ## the main job, linreg_adult (DD-SSP Fig. 3a, Adult), on the smoke profile, + figure
-	# the default-profile grid (AIM in every cell) takes about an hour: dpbench run experiment=linreg_adult
+	# the default-profile grid (AIM in every cell; time measured in the README): dpbench run experiment=linreg_adult
 	$(DPB) run experiment=linreg_adult profile=smoke runner.n_jobs=2
 	$(DPB) figures experiment=linreg_adult profile=smoke
 

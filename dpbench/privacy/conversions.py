@@ -1,12 +1,16 @@
 """Exact conversions between zCDP, mu-GDP, pure DP and (epsilon, delta)-DP.
 
 All functions are scalar and deterministic. Roots are found with Brent's
-method on monotone functions, so results are accurate to ~1e-12 relative.
+method on monotone functions to ~1e-13 relative (no absolute tolerance, which would
+dominate at small budgets), then rounded towards the safe side: a budget returned
+(rho, mu) never implies more than the delta asked for, and an epsilon returned is never
+below the true one, however the root search landed.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy import optimize, special
@@ -14,6 +18,20 @@ from scipy import optimize, special
 from dpbench.privacy._checks import check_delta, check_nonneg, check_positive
 
 # --------------------------------------------------------------------------- zCDP
+
+
+def _safe_side(x: float, ok: Callable[[float], bool], direction: float) -> float:
+    """``x`` moved in ``direction`` (+1 / -1) by growing relative steps until ``ok(x)``."""
+    step = max(abs(x), 1e-300) * 2.0**-50
+    while not ok(x):
+        x += direction * step
+        step *= 2
+    return x
+
+
+def _root(f: Callable[[float], float], lo: float, hi: float) -> float:
+    """Brent's root of monotone ``f`` on [lo, hi], to 1e-13 relative."""
+    return float(optimize.brentq(f, lo, hi, xtol=1e-300, rtol=1e-13, maxiter=500))
 
 
 def cdp_delta(rho: float, epsilon: float) -> float:
@@ -47,8 +65,10 @@ def cdp_eps(rho: float, delta: float) -> float:
     if rho == 0:
         return 0.0
     hi = rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1.0  # the classic bound is above
-    return float(optimize.brentq(lambda e: cdp_delta(rho, e) - delta, 0.0, hi, xtol=1e-14,
-                                 rtol=1e-13)) if cdp_delta(rho, 0.0) > delta else 0.0
+    if cdp_delta(rho, 0.0) <= delta:
+        return 0.0
+    eps = _root(lambda e: cdp_delta(rho, e) - delta, 0.0, hi)
+    return _safe_side(eps, lambda e: cdp_delta(rho, e) <= delta, +1.0)
 
 
 def cdp_rho(epsilon: float, delta: float) -> float:
@@ -58,8 +78,8 @@ def cdp_rho(epsilon: float, delta: float) -> float:
     hi = epsilon + 1.0
     while cdp_delta(hi, epsilon) <= delta:
         hi *= 2
-    return float(optimize.brentq(lambda r: cdp_delta(r, epsilon) - delta, 0.0, hi, xtol=1e-15,
-                                 rtol=1e-13))
+    rho = _root(lambda r: cdp_delta(r, epsilon) - delta, 0.0, hi)
+    return _safe_side(rho, lambda r: cdp_delta(r, epsilon) <= delta, -1.0)
 
 
 # --------------------------------------------------------------------------- GDP
@@ -90,8 +110,8 @@ def gdp_eps(mu: float, delta: float) -> float:
     hi = 1.0
     while gdp_delta(mu, hi) > delta:
         hi *= 2
-    return float(optimize.brentq(lambda e: gdp_delta(mu, e) - delta, 0.0, hi, xtol=1e-14,
-                                 rtol=1e-13))
+    eps = _root(lambda e: gdp_delta(mu, e) - delta, 0.0, hi)
+    return _safe_side(eps, lambda e: gdp_delta(mu, e) <= delta, +1.0)
 
 
 def gdp_mu(epsilon: float, delta: float) -> float:
@@ -101,8 +121,8 @@ def gdp_mu(epsilon: float, delta: float) -> float:
     hi = 1.0
     while gdp_delta(hi, epsilon) <= delta:
         hi *= 2
-    return float(optimize.brentq(lambda m: gdp_delta(m, epsilon) - delta, 1e-12, hi, xtol=1e-15,
-                                 rtol=1e-13))
+    mu = _root(lambda m: gdp_delta(m, epsilon) - delta, 1e-12, hi)
+    return _safe_side(mu, lambda m: gdp_delta(m, epsilon) <= delta, -1.0)
 
 
 def pure_to_gdp(epsilon: float) -> float:

@@ -21,7 +21,7 @@ from dpbench.privacy import Accountant, BudgetExceeded, validate_budget
 
 EPS_GRID = [0.05, 0.1, 0.5, 1.0, 2.0]
 DELTA = 1e-5
-REL = 1e-9  # the ledger's stated float tolerance on the total (accountant._REL_TOL)
+REL = 1e-9  # the ledger's stated float tolerance on the total (accountant.BUDGET_REL_TOL)
 
 
 # ----------------------------------------------------------------------------- targets

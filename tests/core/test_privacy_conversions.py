@@ -205,3 +205,29 @@ def test_pure_to_gdp_edges():
     for bad in [-0.1, math.nan, math.inf]:
         with pytest.raises(ValueError, match="epsilon="):
             pure_to_gdp(bad)
+
+
+# ------------------------------------------------------------------ rounding to the safe side
+
+
+@pytest.mark.parametrize("eps", [0.001, 0.003, 0.01, 0.1, 1.0, 2.0, 10.0])
+@pytest.mark.parametrize("delta", [1e-5, 1e-9, 1 / 43944**2])
+def test_budgets_round_to_the_safe_side(eps, delta):
+    # The largest rho / mu for (eps, delta) never implies more than delta (an absolute root
+    # tolerance overspent by 1.5e-9 relative at eps 0.001 before), and is tight: 1e-9 more
+    # already implies more than delta.
+    rho, mu = cdp_rho(eps, delta), gdp_mu(eps, delta)
+    assert cdp_delta(rho, eps) <= delta < cdp_delta(rho * (1 + 1e-9), eps)
+    assert gdp_delta(mu, eps) <= delta < gdp_delta(mu * (1 + 1e-9), eps)
+
+
+@pytest.mark.parametrize("budget", [1e-6, 1e-4, 0.01, 0.1, 1.0])
+@pytest.mark.parametrize("delta", [1e-5, 1e-9, 1 / 43944**2])
+def test_epsilons_round_to_the_safe_side(budget, delta):
+    # The smallest epsilon of a spend is never below the true one, and is tight.
+    for eps, at in ((cdp_eps(budget, delta), lambda e: cdp_delta(budget, e)),
+                    (gdp_eps(budget, delta), lambda e: gdp_delta(budget, e))):
+        if eps == 0.0:
+            assert at(0.0) <= delta
+            continue
+        assert at(eps) <= delta < at(eps * (1 - 1e-9))
