@@ -10,6 +10,11 @@ in one line; tests/contracts runs every method yaml on a dataset it serves):
 
 - ``accounting``: the ledger currency it composes in (zcdp | gdp | approx | pure);
 - ``private``: False for non-private baselines (they charge nothing);
+- ``neighbours``: the neighbouring relation its privacy guarantee is stated for,
+  ``add_remove`` (one record added or removed; the default) or ``replace_one`` (one record
+  replaced, n public: e.g. the Bayesian GLM release, PATE, the query-release template).
+  Guarantees under the two relations are not interchangeable (replace-one eps-DP is at
+  most 2 eps add/remove-DP), so every trial records it and the report shows it;
 - ``serves``: the task names it can be scored by (``dpbench.tasks.TASKS``);
 - ``requires``: data capabilities it needs, a subset of ``dpbench.data.CAPABILITIES``
   (e.g. ``discrete`` for marginal-based methods, ``x_range`` for box-based ones);
@@ -37,6 +42,9 @@ from dpbench.privacy.accountant import Accountant, Currency
 
 T = TypeVar("T")
 
+#: the neighbouring relations a method may declare (``Method.neighbours``)
+NEIGHBOUR_RELATIONS: tuple[str, ...] = ("add_remove", "replace_one")
+
 
 class Method(ABC):
     """Base class: ``Method(**params).fit(data, accountant, rng).output(kind)``."""
@@ -45,6 +53,8 @@ class Method(ABC):
     accounting: ClassVar[Currency] = "approx"
     #: False for non-private baselines (they charge nothing)
     private: ClassVar[bool] = True
+    #: the neighbouring relation the guarantee is stated for (NEIGHBOUR_RELATIONS)
+    neighbours: ClassVar[str] = "add_remove"
     #: tasks it serves
     serves: ClassVar[frozenset[str]] = frozenset()
     #: data capabilities it needs (dpbench.data.CAPABILITIES)

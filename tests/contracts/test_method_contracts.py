@@ -17,6 +17,7 @@ import pytest
 
 from dpbench.data.base import CAPABILITIES, capabilities
 from dpbench.data.files import DataError
+from dpbench.methods.base import NEIGHBOUR_RELATIONS
 from dpbench.methods.outputs import LinearFit, PosteriorDraws, SyntheticTable
 from dpbench.privacy.accountant import Accountant
 from dpbench.runner.execute import import_object
@@ -65,6 +66,7 @@ def test_method_yaml_keeps_its_contract(method: str) -> None:
     assert task.kind_for(cls.produces) is not None, \
         f"{method} serves {task_name} but never produces " \
         f"{' or '.join(k.__name__ for k in task.kinds)}"
+    assert cls.neighbours in NEIGHBOUR_RELATIONS, (method, cls.neighbours)
     model = cls(**_merged_params(me, "smoke"))
     ledger = Accountant(1.0, 1e-5, currency=cls.accounting)
     model.fit(split.train, ledger, np.random.default_rng(1))

@@ -48,6 +48,7 @@ class NoiseAwareGLM(LinearModel):
     """
 
     accounting = "gdp"
+    neighbours = "replace_one"
     serves = frozenset({"posterior"})
     produces = (PosteriorDraws, LinearFit)
 

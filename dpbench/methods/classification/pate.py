@@ -76,6 +76,7 @@ class PATE(LinearModel):
     """PATE with logistic-regression teachers and student; see the module docstring."""
 
     accounting = "zcdp"
+    neighbours = "replace_one"
     serves = frozenset({"classification"})
 
     def __init__(self, n_teachers: int = 100, n_student: int = 100) -> None:

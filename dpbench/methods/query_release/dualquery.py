@@ -246,6 +246,7 @@ class DualQuery(Method):
     ``max_cells`` as the ``query_release`` task's parameters."""
 
     accounting = "zcdp"
+    neighbours = "replace_one"
     serves = frozenset({"query_release"})
     requires = frozenset({"discrete"})
     produces = (QueryAnswers, SyntheticTable)

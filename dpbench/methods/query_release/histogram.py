@@ -133,6 +133,7 @@ class HistogramMethod(Method):
     """
 
     accounting = "zcdp"
+    neighbours = "replace_one"
     serves = frozenset({"query_release"})
     requires = frozenset({"discrete"})
     produces = (QueryAnswers,)
