@@ -151,24 +151,85 @@ def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
     return record
 
 
-def run_trial(spec: TrialSpec | dict[str, Any], store_root: str, *,
-              trace_memory: bool = False) -> str:
-    """Execute one trial and write its record to the store; returns the status.
+#: outcomes of :func:`run_trial` besides a record's own status (ok / failed, computed here)
+DONE_ELSEWHERE = "done by another run"    # stored ok (before or while this run was at it)
+FAILED_ELSEWHERE = "failed in another run"  # stored failed by another run since ``since``
+HELD = "held by another run"              # a live run holds the trial's lease: ask again later
+#: test aid: append "<key> <host> <pid>" to this file each time a trial starts computing
+COMPUTE_LOG_ENV = "DPBENCH_COMPUTE_LOG"
+#: test aid: seconds a trial sleeps, holding its lease, before its record is stored
+HOLD_ENV = "DPBENCH_TRIAL_HOLD_S"
 
-    This is the unit of work for every backend (local joblib worker, SLURM task).
-    A trial already stored as ok is not rerun.
+
+def run_trial(spec: TrialSpec | dict[str, Any], store_root: str, *,
+              trace_memory: bool = False, since: float | None = None) -> str:
+    """Compute one trial under its lease and store its record; returns the outcome.
+
+    This is the unit of work for every backend (local joblib worker, SLURM task). The trial
+    is computed only if it is not stored ok and this process wins its lease
+    (``ResultStore.claim``), so concurrent runs of one grid split it. Outcomes: ``ok`` /
+    ``failed`` (computed here), :data:`DONE_ELSEWHERE` (already stored ok),
+    :data:`FAILED_ELSEWHERE` (stored failed by another run after ``since``, the unix time
+    this run started: not retried; failed records from before are), :data:`HELD` (another
+    live run is computing it). A damaged record is quarantined before the trial is recomputed.
     """
     spec = spec if isinstance(spec, TrialSpec) else TrialSpec.from_dict(spec)
     store = ResultStore(store_root)
-    if store.status(spec.key) == OK:
-        return OK
-    # Shared intermediates (one release per trial cell for every method built on it) are cached
-    # under <results_dir>/cache, keyed by the cell's data identity (see runner/artifacts.py).
-    with artifact_context(cell=digest(spec.data_identity()),
-                          root=Path(store_root).parent / "cache"):
-        record = execute(spec, trace_memory=trace_memory)
-    store.put(record)
-    return record["status"]
+    outcome = stored_outcome(store, spec.key, since)
+    if outcome:
+        return outcome
+    lease = store.claim(spec.key)
+    if lease is None:
+        return HELD
+    try:
+        outcome = stored_outcome(store, spec.key, since)  # stored while we were claiming it
+        if outcome:
+            return outcome
+        store.quarantine(spec.key, lease=lease)  # a damaged record: kept aside, not overwritten
+        # Shared intermediates (one release per trial cell for every method built on it) are
+        # cached under <results_dir>/cache, keyed by the cell's data identity (artifacts.py).
+        with store.keep_alive(lease), artifact_context(
+                cell=digest(spec.data_identity()), root=Path(store_root).parent / "cache"):
+            _log_computation(spec.key)
+            record = execute(spec, trace_memory=trace_memory)
+            time.sleep(float(os.environ.get(HOLD_ENV) or 0))
+        store.put(record)
+        return record["status"]
+    finally:
+        store.release(lease)
+
+
+def stored_outcome(store: ResultStore, key: str, since: float | None) -> str | None:
+    """:data:`DONE_ELSEWHERE` if ``key`` is stored ok, :data:`FAILED_ELSEWHERE` if it was
+    stored failed after ``since``; None if the trial is still to compute."""
+    record = store.get(key)
+    if record is None:
+        return None
+    if record["status"] == OK:
+        return DONE_ELSEWHERE
+    if since is not None and _finished_unix(record) >= since:
+        return FAILED_ELSEWHERE
+    return None
+
+
+def _finished_unix(record: dict[str, Any]) -> float:
+    """When a record was finished (unix time; -inf if it does not say)."""
+    try:
+        return datetime.fromisoformat(record["finished_at"]).timestamp()
+    except (KeyError, TypeError, ValueError):
+        return -math.inf
+
+
+def _log_computation(key: str) -> None:
+    """Append this computation to the file named by :data:`COMPUTE_LOG_ENV`, if set (one
+    short O_APPEND write: lines of concurrent processes never interleave)."""
+    path = os.environ.get(COMPUTE_LOG_ENV)
+    if path:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, f"{key} {socket.gethostname()} {os.getpid()}\n".encode())
+        finally:
+            os.close(fd)
 
 
 def _finite_or_none(obj: Any) -> None:

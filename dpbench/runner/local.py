@@ -7,6 +7,11 @@ thread polls the parent pid once a second. SIGTERM to the parent raises :class:`
 in its main thread, which makes joblib abort and kill the workers (``kill_workers=True``).
 Either way only trials in flight are lost: finished ones are already in the store, written
 atomically by the worker itself (runner/store.py), and the next run computes the rest.
+
+Every trial runs through ``execute.run_trial``, which computes it only under its lease
+(``ResultStore.claim``), so runs sharing a store split the grid: a trial another live run
+holds is asked again after the others until that run has stored it (counted "done by
+another run") or died (then computed here); a killed run's leases are stale at once.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from types import FrameType
 
 from joblib import Parallel, delayed
@@ -33,8 +38,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from dpbench.runner.execute import run_trial
+from dpbench.runner.execute import HELD, run_trial
 from dpbench.runner.spec import TrialSpec
+from dpbench.runner.store import FAILED, OK
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -104,34 +110,73 @@ def progress_bar(disable: bool = False) -> Progress:
                     TimeRemainingColumn(), disable=disable)
 
 
+def run_keyed(key: str, spec: dict, store_root: str, trace_memory: bool,
+              since: float) -> tuple[str, str]:
+    """:func:`run_trial` in a worker: (the trial's key, its outcome)."""
+    return key, run_trial(spec, store_root, trace_memory=trace_memory, since=since)
+
+
+def summary(counts: Counter[str]) -> str:
+    """``ok 40, done by another run 44``: the non-zero outcome counts, computed ones first."""
+    first = [OK, FAILED]
+    order = first + sorted(k for k in counts if k not in first)
+    return ", ".join(f"{k} {counts[k]}" for k in order if counts[k])
+
+
 def run_local(specs: Sequence[TrialSpec], store_root: str, *, n_jobs: int = 1,
               progress: bool = True, trace_memory: bool = False,
-              description: str = "trials") -> Counter[str]:
-    """Run ``specs`` (already filtered to pending ones) and return counts by status.
+              description: str = "trials", poll_s: float = 2.0) -> Counter[str]:
+    """Run ``specs`` (already filtered to pending ones) and return counts by outcome
+    (``run_trial``'s: ok, failed, done by another run, failed in another run).
 
     With ``n_jobs == 1`` trials run in this process; otherwise in joblib's loky
     worker processes (``-1``: one per core), which die with this process (see the module
     docstring). Each worker writes its own result file, so killing this process at any
     point loses at most the trials in flight. SIGTERM raises :class:`Terminated`.
+
+    Trials held by another live run (its lease) are asked again every ``poll_s`` seconds
+    after the others, until that run has stored them or died (then they are computed here):
+    when this returns, every trial has an outcome.
     """
     counts: Counter[str] = Counter()
+    since = time.time()
+    by_key = {s.key: s for s in specs}
     with sigterm_raises(), progress_bar(disable=not progress) as bar:
-        task = bar.add_task(description, total=len(specs), status="")
-        if n_jobs == 1:
-            results = (run_trial(s, store_root, trace_memory=trace_memory) for s in specs)
-        else:
-            results = Parallel(n_jobs=n_jobs, return_as="generator_unordered", batch_size=1,
-                               initializer=die_with_parent, initargs=(os.getpid(),))(
-                delayed(run_trial)(s.to_dict(), store_root, trace_memory=trace_memory)
-                for s in specs)
-        try:
-            for status in results:
-                counts[status] += 1
-                bar.update(task, advance=1,
-                           status=" ".join(f"{k}={v}" for k, v in sorted(counts.items())))
-        except BaseException:  # Terminated, KeyboardInterrupt: closing makes joblib kill the
-            with warnings.catch_warnings():  # workers; its "tasks not used" warning is moot,
-                warnings.simplefilter("ignore")  # their results are in the store
-                results.close()
-            raise
+        task = bar.add_task(description, total=len(by_key), status="")
+        todo = list(by_key.values())
+        while todo:
+            held = []
+            with closing(_round(todo, store_root, n_jobs, trace_memory, since)) as outcomes:
+                for key, outcome in outcomes:  # closed on Terminated: the workers are killed
+                    if outcome == HELD:
+                        held.append(by_key[key])
+                        continue
+                    counts[outcome] += 1
+                    bar.update(task, advance=1, status=summary(counts))
+            todo = held
+            if todo:
+                bar.update(task, status=f"{summary(counts)}; waiting for {len(todo)} "
+                                        "trial(s) held by another run")
+                time.sleep(poll_s)
     return counts
+
+
+def _round(specs: Sequence[TrialSpec], store_root: str, n_jobs: int, trace_memory: bool,
+           since: float) -> Iterator[tuple[str, str]]:
+    """One pass over ``specs``: (key, outcome) as each trial ends, in this process or in
+    loky workers; interrupted (Terminated, KeyboardInterrupt), the workers are killed."""
+    if n_jobs == 1:
+        for s in specs:
+            yield run_keyed(s.key, s.to_dict(), store_root, trace_memory, since)
+        return
+    results = Parallel(n_jobs=n_jobs, return_as="generator_unordered", batch_size=1,
+                       initializer=die_with_parent, initargs=(os.getpid(),))(
+        delayed(run_keyed)(s.key, s.to_dict(), store_root, trace_memory, since)
+        for s in specs)
+    try:
+        yield from results
+    except BaseException:  # Terminated, KeyboardInterrupt: closing makes joblib kill the
+        with warnings.catch_warnings():  # workers; its "tasks not used" warning is moot,
+            warnings.simplefilter("ignore")  # their results are in the store
+            results.close()
+        raise

@@ -6,10 +6,11 @@ arrays of at most the cluster's MaxArraySize, submits them with submitit (one fr
 per submission, so no stale result file is ever read) and returns at once, printing the
 job ids (``runner.wait=true`` blocks with a progress bar instead).
 
-Every task runs the local backend's ``run_trial``, which writes each result atomically
-into the store on the shared filesystem. On preemption or time limit submitit calls
-``TrialBatch.checkpoint`` and requeues the task; the requeued task skips the trials stored
-meanwhile. Which task holds which trial is recorded per submission in
+Every task runs the local backend's ``run_trial``, which computes a trial only under its
+lease in the store (so a local run beside an array splits the grid with it) and writes each
+result atomically into the store on the shared filesystem. On preemption or time limit
+submitit calls ``TrialBatch.checkpoint`` and requeues the task; the requeued task skips the
+trials stored meanwhile. Which task holds which trial is recorded per submission in
 ``<store>/slurm/submissions/<id>.json``; ``dpbench status`` joins it with squeue/sacct to
 tell queued, running and lost trials (task ended without storing them: scancel, out of
 memory, time limit, node failure), and the next run resubmits exactly those.
@@ -33,7 +34,7 @@ from typing import Any, NamedTuple
 import submitit
 from omegaconf import DictConfig, OmegaConf
 
-from dpbench.runner.execute import run_trial
+from dpbench.runner.execute import HELD, run_trial
 from dpbench.runner.grid import ConfigError
 from dpbench.runner.slurm_queue import ACTIVE_STATES, SlurmError, max_array_size, task_states
 from dpbench.runner.spec import TrialSpec
@@ -48,27 +49,41 @@ DELAY_ENV = "DPBENCH_SLURM_TRIAL_DELAY_S"
 class TrialBatch(submitit.helpers.Checkpointable):
     """One array task: run its trials in order, each result straight into the store.
 
-    Checkpointable: on preemption/timeout submitit requeues this same object; trials
-    stored ok in the meantime are then skipped by ``run_trial``.
+    Each trial goes through ``run_trial``, which computes it only under its lease, so a
+    local run (or another submission) beside the array never computes a trial twice: a
+    trial another live run holds is asked again after the others, every ``poll_s`` seconds,
+    until it is stored or its holder died. Checkpointable: on preemption/timeout submitit
+    requeues this same object; trials stored in the meantime are then skipped, and failed
+    ones are not retried within the submission (``since`` is its creation time).
     """
 
     def __init__(self, specs: list[dict[str, Any]], store_root: str,
-                 trace_memory: bool = False) -> None:
+                 trace_memory: bool = False, poll_s: float = 5.0) -> None:
         self.specs = specs
         self.store_root = store_root
         self.trace_memory = trace_memory
+        self.poll_s = poll_s
+        self.since = time.time()
 
     def __call__(self) -> dict[str, int]:
         delay = float(os.environ.get(DELAY_ENV) or 0)
-        store = ResultStore(self.store_root)
+        since = getattr(self, "since", None)  # None: pickled by an older dpbench, requeued
         counts: Counter[str] = Counter()
-        for spec in self.specs:
-            if store.status(TrialSpec.from_dict(spec).key) == OK:  # stored before a requeue
-                counts["skipped"] += 1
-                continue
-            counts[run_trial(spec, self.store_root, trace_memory=self.trace_memory)] += 1
-            if delay:
-                time.sleep(delay)
+        todo = list(self.specs)
+        while todo:
+            held = []
+            for spec in todo:
+                outcome = run_trial(spec, self.store_root, trace_memory=self.trace_memory,
+                                    since=since)
+                if outcome == HELD:
+                    held.append(spec)
+                    continue
+                counts[outcome] += 1
+                if delay and outcome in (OK, FAILED):
+                    time.sleep(delay)
+            todo = held
+            if todo:
+                time.sleep(getattr(self, "poll_s", 5.0))
         return dict(counts)
 
 

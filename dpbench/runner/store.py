@@ -4,13 +4,40 @@ Writes go to a temporary file in the same directory, are fsynced, then renamed
 over the final name, so a crash (even kill -9) leaves either the old record or
 the new one, never a partial file. Records are never deleted by dpbench; a
 failed record is replaced only by a later attempt at the same trial.
+
+**Damaged records.** A record file that cannot be read (bytes that are not UTF-8, not JSON
+(e.g. truncated by a full disk, or empty), JSON that is not an object) or is incomplete (a
+required field missing or of the wrong type, a key that is not its file's name) is
+*damaged*: :meth:`ResultStore.read` returns a :class:`Damage` naming the file and why, it
+never raises, and the trial counts as not done. :meth:`ResultStore.quarantine` moves the file,
+bytes unchanged, to ``<root>/quarantine/`` with a ``.why.json`` beside it (nothing is
+deleted); the next run then recomputes the trial.
+
+**Claims.** A run computes a trial only while it holds the trial's lease,
+``<root>/leases/<key>.json``, created with ``O_CREAT | O_EXCL`` (atomic, also on NFS) and
+holding the holder's host, pid and expiry. So two runs of one grid into one store (two local
+runs, or a local run beside a SLURM array) split the trials instead of computing them twice.
+A lease expires when its holder dies: on the same machine (host name, boot id and pid
+namespace all equal) it is stale as soon as its pid is gone (or is another process, told by
+its start time), elsewhere once its expiry has passed; a live holder pushes the expiry
+forward every ``LEASE_TTL_S / 4`` seconds (:meth:`ResultStore.keep_alive`). A stale lease is
+broken by renaming it aside and checking that what was moved is the stale lease itself, so
+a killed run never blocks a trial and two runs breaking one stale lease never both win.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
+import threading
+import time
+import uuid
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -18,34 +45,222 @@ import pandas as pd
 
 from dpbench.runner.artifacts import atomic_write_bytes
 
-OK, FAILED = "ok", "failed"
+OK, FAILED, CORRUPT = "ok", "failed", "corrupt"
+
+#: fields every record holds, then the fields of an ok / failed record (name: type)
+REQUIRED: dict[str, type] = {"key": str, "status": str, "spec": dict}
+REQUIRED_BY_STATUS: dict[str, dict[str, type]] = {
+    OK: {"metrics": dict, "privacy": dict, "timing": dict},
+    FAILED: {"error": str},
+}
+#: fields inside an ok record's sections that the report reads
+REQUIRED_NESTED: dict[str, tuple[str, ...]] = {"privacy": ("target_delta",), "timing": ("fit_s",)}
+
+#: a lease on another machine is stale this long after its last renewal
+LEASE_TTL_S = 900.0
+#: a lease file that is still empty or unreadable this long after its creation is stale
+LEASE_WRITE_GRACE_S = 30.0
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A record file that cannot be used: its trial's key, its path and why."""
+
+    key: str
+    path: Path
+    reason: str
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    """A damaged record moved aside: where it is now, where it was, why and when."""
+
+    key: str
+    path: Path
+    origin: str
+    reason: str
+    at: str
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A claim held by this process on one trial (``token`` tells it from later claims)."""
+
+    key: str
+    path: Path
+    token: str
+
+
+def record_problem(record: Any, key: str) -> str | None:
+    """Why a parsed record cannot be used as the record of trial ``key`` (None if it can)."""
+    if not isinstance(record, dict):
+        return f"valid JSON but {_json_type(record)}, not a record (a JSON object)"
+    need = dict(REQUIRED)
+    status = record.get("status")
+    if status in REQUIRED_BY_STATUS:
+        need.update(REQUIRED_BY_STATUS[status])
+    missing = [f for f in need if f not in record]
+    if missing:
+        return f"incomplete record: missing field(s) {', '.join(missing)}"
+    wrong = [f"{f} is {_json_type(record[f])}" for f, t in need.items()
+             if not isinstance(record[f], t)]
+    if wrong:
+        return f"incomplete record: {'; '.join(wrong)}"
+    if status not in REQUIRED_BY_STATUS:
+        return f"status {status!r} is neither {OK!r} nor {FAILED!r}"
+    if record["key"] != key:
+        return f"holds the record of trial {record['key'][:12]}…, not of its file name's trial"
+    if status == OK:
+        absent = [f"{sec}.{f}" for sec, fields in REQUIRED_NESTED.items() for f in fields
+                  if f not in record[sec]]
+        if absent:
+            return f"incomplete record: missing field(s) {', '.join(absent)}"
+    return None
+
+
+def parse_record(data: bytes, key: str) -> dict[str, Any] | str:
+    """The record stored as ``data`` for trial ``key``, or why it is damaged."""
+    if not data:
+        return "empty file (0 bytes)"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return (f"not valid JSON, e.g. cut short ({exc.msg}: line {exc.lineno} column "
+                f"{exc.colno} of {len(data)} bytes)")
+    return record_problem(record, key) or record
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+             int: "a number", float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+# --- which machine and process holds a lease ---------------------------------------------------
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+@cache
+def machine() -> dict[str, str | None]:
+    """This machine as a lease names it: host name, boot id and pid namespace (a pid means
+    the same process only when all three match)."""
+    try:
+        pid_ns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        pid_ns = None
+    return {"host": socket.gethostname(), "boot_id": _read_text(
+        "/proc/sys/kernel/random/boot_id"), "pid_ns": pid_ns}
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of process ``pid`` (clock ticks since boot, from /proc), None if unknown."""
+    stat = _read_text(f"/proc/{pid}/stat")
+    if stat is None:
+        return None
+    return stat[stat.rindex(")") + 2:].split()[19]
+
+
+def pid_alive(pid: int, start: str | None = None) -> bool:
+    """Whether process ``pid`` runs (not a zombie) and, if ``start`` is given and /proc can
+    tell, is the process that started then (not a later one reusing the pid)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        pass
+    stat = _read_text(f"/proc/{pid}/stat")
+    if stat is None:
+        return True
+    fields = stat[stat.rindex(")") + 2:].split()
+    if fields[0] in ("Z", "X"):
+        return False
+    return start is None or fields[19] == start
+
+
+def lease_alive(info: dict[str, Any], now: float) -> bool:
+    """Whether the holder of a lease holding ``info`` may still be at work: on this machine
+    while its pid lives, elsewhere until its expiry."""
+    here = machine()
+    if all(info.get(k) == v for k, v in here.items()) and isinstance(info.get("pid"), int):
+        return pid_alive(info["pid"], info.get("pid_start"))
+    try:
+        return now < float(info["expires_unix"])
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 class ResultStore:
-    """Directory ``<root>/trials/<key[:2]>/<key>.json``."""
+    """Directory ``<root>/trials/<key[:2]>/<key>.json``, with ``<root>/quarantine/`` for
+    damaged records and ``<root>/leases/`` for the claims of running trials."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self.trials = self.root / "trials"
+        self.quarantine_dir = self.root / "quarantine"
+        self.leases = self.root / "leases"
 
     def path(self, key: str) -> Path:
         return self.trials / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    # --- reading -------------------------------------------------------------------------------
+
+    def read(self, key: str) -> dict[str, Any] | Damage | None:
+        """The record of ``key``; a :class:`Damage` if its file is unusable; None if absent."""
         p = self.path(key)
         try:
-            return json.loads(p.read_text())
+            data = p.read_bytes()
         except FileNotFoundError:
             return None
-        except json.JSONDecodeError:  # cannot happen with atomic writes; treat as absent
-            return None
+        except OSError as exc:
+            return Damage(key, p, f"cannot be read: {exc.strerror or exc}")
+        found = parse_record(data, key)
+        return Damage(key, p, found) if isinstance(found, str) else found
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The usable record of ``key``, or None (absent or damaged)."""
+        found = self.read(key)
+        return found if isinstance(found, dict) else None
 
     def status(self, key: str) -> str | None:
-        rec = self.get(key)
-        return None if rec is None else rec.get("status")
+        """ok / failed, ``corrupt`` for a damaged record, None if absent."""
+        found = self.read(key)
+        if isinstance(found, Damage):
+            return CORRUPT
+        return None if found is None else found["status"]
 
     def statuses(self, keys: Iterable[str]) -> dict[str, str | None]:
         return {k: self.status(k) for k in keys}
+
+    def damaged(self, keys: Iterable[str] | None = None) -> list[Damage]:
+        """The damaged records among ``keys`` (default: every record file), in key order."""
+        wanted = self.keys() if keys is None else sorted(set(keys))
+        return [d for d in map(self.read, wanted) if isinstance(d, Damage)]
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Every usable stored record, in key order."""
+        for key in self.keys():
+            rec = self.get(key)
+            if rec is not None:
+                yield rec
+
+    def keys(self) -> list[str]:
+        """The key of every record file (usable or damaged), sorted."""
+        if not self.trials.exists():
+            return []
+        return sorted(p.stem for p in self.trials.glob("*/*.json") if not p.name.startswith("."))
+
+    # --- writing -------------------------------------------------------------------------------
 
     def put(self, record: dict[str, Any]) -> Path:
         """Atomically write ``record`` (must contain ``key``)."""
@@ -58,32 +273,195 @@ class ResultStore:
     def remove_stale_temp(self, older_than_s: float = 3600.0) -> int:
         """Delete temp files left by writes killed mid-way (older than ``older_than_s``,
         so a write in progress in another process is never touched)."""
-        import time
-
         n = 0
         if self.trials.exists():
             cutoff = time.time() - older_than_s
             for p in self.trials.glob("*/.tmp-*"):
-                if p.stat().st_mtime < cutoff:
-                    p.unlink(missing_ok=True)
-                    n += 1
+                with suppress(FileNotFoundError):
+                    if p.stat().st_mtime < cutoff:
+                        p.unlink(missing_ok=True)
+                        n += 1
         return n
 
-    def records(self) -> Iterator[dict[str, Any]]:
-        """Every stored record, in key order."""
-        if not self.trials.exists():
-            return
-        for p in sorted(self.trials.glob("*/*.json")):
-            if p.name.startswith(".tmp-"):
-                continue
-            rec = self.get(p.stem)
-            if rec is not None:
-                yield rec
+    # --- quarantine ----------------------------------------------------------------------------
 
-    def keys(self) -> list[str]:
-        if not self.trials.exists():
+    def quarantine(self, key: str, lease: Lease | None = None) -> Quarantined | None:
+        """Move the damaged record of ``key`` to ``<root>/quarantine/`` (bytes unchanged) with
+        a ``.why.json`` beside it; None if it is not damaged (any more) or another run holds
+        the trial (that run moves it itself before computing it).
+
+        Done under the trial's lease (``lease`` if the caller holds it, else claimed here), so
+        a record written meanwhile by a run computing the trial is never moved."""
+        held = lease or self.claim(key)
+        if held is None:
+            return None
+        try:
+            found = self.read(key)
+            if not isinstance(found, Damage):
+                return None
+            return self._move_aside(found)
+        finally:
+            if lease is None:
+                self.release(held)
+
+    def _move_aside(self, damage: Damage) -> Quarantined:
+        """Write the reason, then rename the record into the quarantine folder."""
+        self.quarantine_dir.mkdir(parents=True, exist_ok=True)
+        now = datetime.now(UTC)
+        stem = f"{damage.key}.{now:%Y%m%dT%H%M%S%fZ}.{os.getpid()}"
+        dest = self.quarantine_dir / f"{stem}.json"
+        entry = Quarantined(damage.key, dest, str(damage.path), damage.reason, now.isoformat())
+        why = {"key": entry.key, "record": dest.name, "origin": entry.origin,
+               "reason": entry.reason, "at": entry.at, "by": {**machine(), "pid": os.getpid()}}
+        atomic_write_bytes(self.quarantine_dir / f"{stem}.why.json",
+                           json.dumps(why, indent=1).encode())
+        os.rename(damage.path, dest)
+        return entry
+
+    def quarantined(self) -> list[Quarantined]:
+        """Every record moved aside, oldest first (entries whose move did not happen, e.g.
+        interrupted, are left out)."""
+        if not self.quarantine_dir.exists():
             return []
-        return sorted(p.stem for p in self.trials.glob("*/*.json") if not p.name.startswith("."))
+        out = []
+        for why in self.quarantine_dir.glob("*.why.json"):
+            try:
+                info = json.loads(why.read_text())
+                entry = Quarantined(info["key"], self.quarantine_dir / info["record"],
+                                    info["origin"], info["reason"], info["at"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if entry.path.exists():
+                out.append(entry)
+        return sorted(out, key=lambda q: (q.at, q.key))
+
+    # --- claims --------------------------------------------------------------------------------
+
+    def lease_path(self, key: str) -> Path:
+        return self.leases / f"{key}.json"
+
+    def _lease_info(self, lease: Lease, ttl_s: float) -> bytes:
+        now = time.time()
+        info = {"key": lease.key, "token": lease.token, **machine(), "pid": os.getpid(),
+                "pid_start": process_start(os.getpid()), "claimed_unix": now,
+                "ttl_s": ttl_s, "expires_unix": now + ttl_s,
+                "expires_at": datetime.fromtimestamp(now + ttl_s, UTC).isoformat()}
+        return json.dumps(info, indent=1).encode()
+
+    def claim(self, key: str, ttl_s: float = LEASE_TTL_S) -> Lease | None:
+        """Take the lease of trial ``key``: the lease, or None if a live holder has it.
+
+        The lease file is created with O_EXCL, so of two runs claiming one trial exactly one
+        succeeds; a stale lease (holder dead or expired) is broken first."""
+        path = self.lease_path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(3):  # a stale lease broken, then created by us or taken by another run
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                if not self._break_if_stale(path):
+                    return None
+                continue
+            lease = Lease(key, path, uuid.uuid4().hex)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(self._lease_info(lease, ttl_s))
+                fh.flush()
+                os.fsync(fh.fileno())
+            return lease
+        return None
+
+    def _read_lease(self, path: Path) -> tuple[bytes, float] | None:
+        """A lease file's bytes and modification time; None if there is none."""
+        try:
+            with open(path, "rb") as fh:
+                return fh.read(), os.fstat(fh.fileno()).st_mtime
+        except FileNotFoundError:
+            return None
+
+    def _stale(self, data: bytes, mtime: float, now: float) -> bool:
+        try:
+            info = json.loads(data)
+        except ValueError:  # still being written, or its writer died mid-way
+            return now - mtime > LEASE_WRITE_GRACE_S
+        return not isinstance(info, dict) or not lease_alive(info, now)
+
+    def _break_if_stale(self, path: Path) -> bool:
+        """Remove the lease at ``path`` if its holder is dead or it expired; True if the path
+        is free now. The lease is renamed aside first: if what was moved is not the stale
+        lease just read (another run broke it and claimed the trial in between), it is put
+        back, so a fresh claim is never lost."""
+        seen = self._read_lease(path)
+        if seen is None:
+            return True
+        if not self._stale(*seen, time.time()):
+            return False
+        aside = path.with_name(f".broken-{uuid.uuid4().hex}-{path.name}")
+        try:
+            os.rename(path, aside)
+        except FileNotFoundError:
+            return True
+        moved = self._read_lease(aside)
+        if moved is not None and moved[0] != seen[0]:
+            with suppress(FileExistsError):
+                os.link(aside, path)  # put the fresh lease back
+            aside.unlink(missing_ok=True)
+            return False
+        aside.unlink(missing_ok=True)
+        return True
+
+    def holds(self, lease: Lease) -> bool:
+        """Whether the lease file is still this lease (not broken and taken over)."""
+        seen = self._read_lease(lease.path)
+        if seen is None:
+            return False
+        try:
+            return json.loads(seen[0]).get("token") == lease.token
+        except (ValueError, AttributeError):
+            return False
+
+    def renew(self, lease: Lease, ttl_s: float = LEASE_TTL_S) -> bool:
+        """Push the lease's expiry ``ttl_s`` ahead; False if it is no longer held."""
+        if not self.holds(lease):
+            return False
+        atomic_write_bytes(lease.path, self._lease_info(lease, ttl_s))
+        return True
+
+    def release(self, lease: Lease) -> None:
+        """Give the lease up (a lease already broken and taken over is left to its holder)."""
+        if self.holds(lease):
+            lease.path.unlink(missing_ok=True)
+
+    @contextmanager
+    def keep_alive(self, lease: Lease, ttl_s: float = LEASE_TTL_S) -> Iterator[None]:
+        """Within the block a daemon thread renews ``lease`` every ``ttl_s / 4`` seconds."""
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(ttl_s / 4):
+                with suppress(OSError):
+                    if not self.renew(lease, ttl_s):
+                        return
+
+        thread = threading.Thread(target=beat, daemon=True, name=f"dpbench-lease-{lease.key[:8]}")
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
+    def holder(self, key: str) -> dict[str, Any] | None:
+        """Who holds a live lease on ``key`` (the lease's contents), or None."""
+        seen = self._read_lease(self.lease_path(key))
+        if seen is None or self._stale(*seen, time.time()):
+            return None
+        try:
+            info = json.loads(seen[0])
+        except ValueError:
+            return {"host": "?", "pid": "?"}  # being written
+        return info if isinstance(info, dict) else None
+
+    # --- export --------------------------------------------------------------------------------
 
     def compact(self, out: str | Path | None = None) -> Path:
         """Flatten every record into one parquet file for analysis (read-only copy)."""

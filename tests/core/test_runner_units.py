@@ -62,16 +62,24 @@ def test_thin_keeps_ends() -> None:
     assert thin([1, 2], None) == [1, 2]
 
 
+def record(key: str, status: str = "ok", **fields: object) -> dict:
+    """A complete record (every field ResultStore requires), with ``fields`` on top."""
+    base = {"key": key, "status": status, "spec": {}}
+    base.update({"metrics": {}, "privacy": {"target_delta": 1e-5}, "timing": {"fit_s": 0.0}}
+                if status == "ok" else {"error": "simulated"})
+    return {**base, **fields}
+
+
 def test_store_atomic_put_and_compact(tmp_path: Path) -> None:
     store = ResultStore(tmp_path)
     for i in range(3):
-        store.put({"key": f"{i:064x}", "status": "ok", "metrics": {"mse": i / 2}})
+        store.put(record(f"{i:064x}", metrics={"mse": i / 2}))
     (store.trials / "00" / ".tmp-leftover.json").write_text("{partial")  # a crashed write
     assert store.keys() == [f"{i:064x}" for i in range(3)]
     assert store.status(f"{1:064x}") == "ok" and store.status("f" * 64) is None
     frame = pd.read_parquet(store.compact())
     assert sorted(frame["metrics.mse"]) == [0, 0.5, 1.0]
-    store.put({"key": f"{1:064x}", "status": "failed"})
+    store.put(record(f"{1:064x}", "failed"))
     assert json.loads(store.path(f"{1:064x}").read_text())["status"] == "failed"
 
 
@@ -80,7 +88,7 @@ def test_stale_temp_files_are_removed_but_fresh_ones_kept(tmp_path: Path) -> Non
     import time
 
     store = ResultStore(tmp_path)
-    store.put({"key": "ab" + "0" * 62, "status": "ok"})
+    store.put(record("ab" + "0" * 62))
     old, fresh = store.trials / "ab" / ".tmp-old.json", store.trials / "ab" / ".tmp-new.json"
     old.write_text("{")
     fresh.write_text("{")
