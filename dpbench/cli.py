@@ -34,7 +34,7 @@ from dpbench.runner.grid import (
 )
 from dpbench.runner.local import Terminated
 from dpbench.runner.spec import TrialSpec
-from dpbench.runner.store import FAILED, OK, ResultStore
+from dpbench.runner.store import CORRUPT, FAILED, OK, Damage, ResultStore
 
 
 class UserError(Exception):
@@ -187,13 +187,46 @@ def pending(specs: Sequence[TrialSpec], store: ResultStore) -> list[TrialSpec]:
     return out
 
 
+def set_aside(store: ResultStore, damaged: Sequence[Damage],
+              names: dict[str, str] | None = None) -> dict[str, str]:
+    """Quarantine each damaged record (``ResultStore.quarantine``); per key one line saying
+    which file, why it is unusable and where it went (or why it stays)."""
+    lines: dict[str, str] = {}
+    for d in damaged:
+        what = f"damaged record {d.path}" + (f" ({names[d.key]})" if names and d.key in names
+                                             else "")
+        try:
+            moved = store.quarantine(d.key)
+        except OSError as exc:
+            lines[d.key] = (f"{what}: {d.reason}; cannot move it aside "
+                            f"({exc.strerror or exc}), it counts as not done")
+            continue
+        if moved is not None:
+            lines[d.key] = (f"{what}: {d.reason}; moved to {moved.path}, the trial is to be "
+                            "recomputed")
+        elif store.status(d.key) == CORRUPT:
+            lines[d.key] = f"{what}: {d.reason}; a running run holds the trial and moves it aside"
+    return lines
+
+
+def trial_names(specs: Sequence[TrialSpec]) -> dict[str, str]:
+    """``dataset/method/epsilon/trial`` of each key of the grid."""
+    return {s.key: f"{s.dataset}/{s.method}/{s.epsilon:g}/{s.trial}" for s in specs}
+
+
 def cmd_run(cfg: DictConfig) -> int:
+    from dpbench.runner.execute import FAILED_ELSEWHERE
+    from dpbench.runner.local import summary
+
     specs = grid(cfg)
     store = store_of(cfg)
     for where in (store.trials, Path(cfg.results_dir) / "cache"):  # records, shared artifacts
         require_writable(where, cfg)
     preflight(specs)
     store.remove_stale_temp()
+    names = trial_names(specs)
+    for line in set_aside(store, store.damaged(names), names).values():
+        print(line)
     todo = pending(specs, store)
     name = cfg.experiment.name
     print(f"{name}: {len(specs)} trials, {len(specs) - len(todo)} already done, "
@@ -209,9 +242,10 @@ def cmd_run(cfg: DictConfig) -> int:
     counts = run_local(todo, str(store.root), n_jobs=int(cfg.runner.n_jobs),
                        progress=bool(cfg.runner.progress),
                        trace_memory=bool(cfg.runner.get("trace_memory", False)), description=name)
-    print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    if counts.get(FAILED):
-        print(f"{counts[FAILED]} trial(s) failed; `dpbench status experiment={name}` shows why; "
+    print(f"{name}: {summary(counts)}")
+    failed = counts[FAILED] + counts[FAILED_ELSEWHERE]
+    if failed:
+        print(f"{failed} trial(s) failed; `dpbench status experiment={name}` shows why; "
               "rerun to retry them", file=sys.stderr)
         return 1
     return 0
@@ -222,6 +256,7 @@ def _table(specs: Sequence[TrialSpec], store: ResultStore) -> tuple[Counter, dic
     cells: dict[tuple[str, str, float], Counter[str]] = {}
     for s in specs:
         st = store.status(s.key) or "pending"
+        st = "pending" if st == CORRUPT else st  # a damaged record: its trial is not done
         total[st] += 1
         cells.setdefault((s.dataset, s.method, s.epsilon), Counter())[st] += 1
     return total, cells
@@ -246,6 +281,9 @@ def cmd_plan(cfg: DictConfig) -> int:
 def cmd_status(cfg: DictConfig) -> int:
     specs = grid(cfg)
     store = store_of(cfg)
+    names = trial_names(specs)
+    # every damaged record of the store (any experiment's) is moved aside and named here
+    damage = set_aside(store, store.damaged(), names)
     total, cells = _table(specs, store)
     # SLURM hook (whatever runner= says): queued / running / lost trials of earlier
     # `runner=slurm` submissions, from the store's submissions log + squeue/sacct; {} if none
@@ -261,13 +299,44 @@ def cmd_status(cfg: DictConfig) -> int:
     for (d, m, e), c in sorted(cells.items()):
         table.add_row(d, m, f"{e:g}", str(c[OK]), str(c[FAILED]), str(c["pending"]))
     Console().print(table)
+    computing = computing_lines(specs, store)
     print(f"total: ok {total[OK]}, failed {total[FAILED]}, pending {total['pending']}"
-          + "".join(f", {k} {v}" for k, v in extra.items()))
+          + "".join(f", {k} {v}" for k, v in extra.items())
+          + (f", computing {len(computing)}" if computing else ""))
     for s in specs:
         rec = store.get(s.key)
         if rec and rec.get("status") == FAILED:
             print(f"failed {s.dataset}/{s.method}/{s.epsilon:g}/{s.trial}: {rec.get('error')}")
+    for line in [*computing, *damage.values(), *quarantine_lines(store, names, set(damage))]:
+        print(line)
     return 0
+
+
+def computing_lines(specs: Sequence[TrialSpec], store: ResultStore) -> list[str]:
+    """One line per trial of the grid not stored ok whose lease a live run holds."""
+    out = []
+    for key, name in trial_names(specs).items():
+        holder = store.holder(key) if store.status(key) != OK else None
+        if holder:
+            out.append(f"computing {name}: claimed by pid {holder.get('pid')} on "
+                       f"{holder.get('host')} (lease expires {holder.get('expires_at', '?')} "
+                       "unless renewed)")
+    return out
+
+
+def quarantine_lines(store: ResultStore, names: dict[str, str],
+                     reported: set[str] = frozenset()) -> list[str]:
+    """The records of the grid in quarantine whose trial is not stored ok yet (the next run
+    recomputes them; ``reported`` keys are left out), then how many records it keeps."""
+    entries = store.quarantined()
+    out = [f"quarantined {names[q.key]}: {q.reason} (was {q.origin}, kept as {q.path}); "
+           "the next run recomputes it"
+           for q in entries
+           if q.key in names and q.key not in reported and store.status(q.key) != OK]
+    if entries:
+        out.append(f"quarantine: {len(entries)} damaged record(s) kept in "
+                   f"{store.quarantine_dir} (never read again; delete them when inspected)")
+    return out
 
 
 def figure_dir(cfg: DictConfig) -> Path:
@@ -298,16 +367,26 @@ def figure_specs(cfg: DictConfig) -> list[dict]:
 
 
 def build_figures(cfg: DictConfig) -> list[Path]:
-    """Every figure, table and claim check of one experiment, from the store only."""
+    """Every figure, table and claim check of one experiment, from the store only; a cell
+    with fewer ok trials than the grid asks is marked in each (``report.frame.shortfalls``)
+    and damaged records are quarantined first (one line each on stderr)."""
     from dpbench.report.build import build_report
-    from dpbench.report.frame import results_frame
+    from dpbench.report.frame import results_frame, shortfalls
 
     specs = grid(cfg)
-    frame = results_frame(specs, store_of(cfg), cfg.experiment.name)
+    store = store_of(cfg)
+    names = trial_names(specs)
+    for line in set_aside(store, store.damaged(names), names).values():
+        print(line, file=sys.stderr)
+    frame = results_frame(specs, store, cfg.experiment.name)
     if frame.empty:
         return []
     experiment = OmegaConf.to_container(cfg.experiment, resolve=True)
-    return build_report(frame, experiment, figure_specs(cfg), figure_dir(cfg))
+    short = shortfalls(specs, frame)
+    if short:
+        print(f"{cfg.experiment.name}: {len(short)} cell(s) hold fewer trials than the grid "
+              "asks; the figures and tables mark them", file=sys.stderr)
+    return build_report(frame, experiment, figure_specs(cfg), figure_dir(cfg), short)
 
 
 def cmd_figures(overrides: Sequence[str]) -> int:

@@ -3,7 +3,11 @@
 Every figure kind and claim kind reads this frame (and, for histograms a method stores as
 JSON counts, pools them here): one row per ok trial with the spec's
 columns (dataset, method, epsilon, trial, labels, every scalar parameter as
-``dataset.<p>`` / ``method.<p>``), the task's metrics, ``info.<k>`` and ``privacy.<k>``.
+``dataset.<p>`` / ``method.<p>``), the task's metrics, ``info.<k>`` and ``privacy.<k>``,
+and ``trials_asked``: how many trials the grid asks for the row's (dataset, method, epsilon)
+cell. A cell holding fewer ok trials (failed, missing or quarantined ones) is a
+:class:`Shortfall`; ``summarise`` gives each cell's ``trials`` and ``asked`` so every kind
+can mark it, and the report names every such cell in each caption (``render``).
 """
 
 from __future__ import annotations
@@ -11,7 +15,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,12 +27,15 @@ from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import OK, ResultStore
 
 KEYS = ["dataset", "method", "epsilon"]
+ASKED = "trials_asked"
 NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
 def results_frame(specs: Sequence[TrialSpec], store: ResultStore,
                   experiment: str = "") -> pd.DataFrame:
-    """One row per ok trial of the grid: spec columns, metrics, info.*, privacy.*, timings."""
+    """One row per ok trial of the grid: spec columns, metrics, info.*, privacy.*, timings,
+    and the trials the grid asks for the row's cell (``trials_asked``)."""
+    asked = {cell: len(keys) for cell, keys in _grid_cells(specs).items()}
     rows = []
     for s in specs:
         rec = store.get(s.key)
@@ -38,7 +47,8 @@ def results_frame(specs: Sequence[TrialSpec], store: ResultStore,
                "budget_unit": s.budget_unit, "delta": rec["privacy"]["target_delta"],
                "trial": s.trial, "n_train": rec.get("n_train"), "fit_s": rec["timing"]["fit_s"],
                "wall_s": rec.get("wall_s"), "peak_rss_mb": rec.get("peak_rss_mb"),
-               "peak_mem_mb": rec.get("peak_mem_mb")}
+               "peak_mem_mb": rec.get("peak_mem_mb"),
+               ASKED: asked[(s.dataset, s.method, s.epsilon)]}
         row.update(_scalars("dataset", s.dataset_params))
         row.update(_scalars("method", s.method_params))
         row.update(rec.get("metrics", {}))
@@ -49,6 +59,83 @@ def results_frame(specs: Sequence[TrialSpec], store: ResultStore,
     return pd.DataFrame(rows)
 
 
+@dataclass(frozen=True)
+class Shortfall:
+    """A cell of the grid holding fewer ok trials than the grid asks for."""
+
+    dataset_label: str
+    method: str
+    method_label: str
+    epsilon: float
+    stored: int
+    asked: int
+
+    def text(self, unit: str = "epsilon") -> str:
+        """``<dataset> / <method> / epsilon=1: 1 of 2 trials``."""
+        return (f"{self.dataset_label} / {self.method_label} / {unit}={self.epsilon:g}: "
+                f"{self.stored} of {self.asked} trials")
+
+
+def _grid_cells(specs: Sequence[TrialSpec]) -> dict[tuple[str, str, float], set[str]]:
+    """The trial keys of each (dataset, method, epsilon) cell of the grid."""
+    cells: dict[tuple[str, str, float], set[str]] = defaultdict(set)
+    for s in specs:
+        cells[(s.dataset, s.method, s.epsilon)].add(s.key)
+    return cells
+
+
+def shortfalls(specs: Sequence[TrialSpec], frame: pd.DataFrame) -> list[Shortfall]:
+    """Every cell of the grid ``specs`` whose ok trials in ``frame`` (``results_frame``)
+    are fewer than the grid asks for, cells without any included, in grid order."""
+    stored: dict[tuple[str, str, float], int] = {}
+    if not frame.empty:
+        stored = {(d, m, e): int(n) for (d, m, e), n in
+                  frame.groupby(KEYS, sort=False)["key"].nunique().items()}
+    first = {}
+    for s in specs:
+        first.setdefault((s.dataset, s.method, s.epsilon), s)
+    out = []
+    for cell, keys in _grid_cells(specs).items():
+        if stored.get(cell, 0) < len(keys):
+            s = first[cell]
+            out.append(Shortfall(s.meta.get("dataset_label", s.dataset), s.method,
+                                 s.meta.get("method_label", s.method), s.epsilon,
+                                 stored.get(cell, 0), len(keys)))
+    return out
+
+
+def short(summary: pd.DataFrame) -> pd.Series:
+    """Per row of ``summarise``'s output: does the cell hold fewer trials than the grid
+    asks for (False where the frame does not say what the grid asks)?"""
+    if "asked" not in summary:
+        return pd.Series(False, index=summary.index)
+    return (summary["trials"] < summary["asked"]).fillna(False).astype(bool)
+
+
+def legend_label(label: str, summary: pd.DataFrame) -> str:
+    """A method's legend entry: `` [incomplete]`` appended when any of its cells in
+    ``summary`` (``summarise`` rows) holds fewer trials than the grid asks."""
+    return f"{label} [incomplete]" if short(summary).any() else label
+
+
+def short_mark(trials: int, asked: float) -> str:
+    """`` [1/2 trials]`` for a cell with fewer trials than asked, else the empty string."""
+    if not (isinstance(asked, int | float) and math.isfinite(asked)) or trials >= asked:
+        return ""
+    return f" [{trials}/{int(asked)} trials]"
+
+
+def rows_mark(rows: pd.DataFrame) -> str:
+    """:func:`short_mark` of the rows of one or several cells: the trials stored against
+    the trials asked, summed over the cells; empty when every cell is complete."""
+    if ASKED not in rows or rows.empty:
+        return ""
+    cells = rows.groupby(KEYS, sort=False).agg(trials=(ASKED, "size"), asked=(ASKED, "max"))
+    if not (cells["trials"] < cells["asked"]).any():
+        return ""
+    return short_mark(int(cells["trials"].sum()), float(cells["asked"].sum()))
+
+
 def _scalars(axis: str, params: dict) -> dict[str, object]:
     """``<axis>.<p>`` for every scalar parameter (swept or fixed); lists and maps are left out."""
     return {f"{axis}.{k}": v for k, v in params.items()
@@ -56,13 +143,18 @@ def _scalars(axis: str, params: dict) -> dict[str, object]:
 
 
 def summarise(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Mean, standard error (sd / sqrt(n), ddof=1) and n per (dataset, method, epsilon)."""
+    """Mean, standard error (sd / sqrt(n), ddof=1) and n (finite values) per (dataset,
+    method, epsilon); with ``trials`` (rows) and ``asked`` (the grid's trials) per cell when
+    the frame has ``trials_asked``."""
     if frame.empty or metric not in frame:
         return pd.DataFrame(columns=[*KEYS, "dataset_label", "method_label", "mean", "se", "n"])
-    g = frame.groupby([*KEYS, "dataset_label", "method_label"], sort=True)[metric]
-    out = g.agg(mean="mean", sd="std", n="count").reset_index()
+    groups = frame.groupby([*KEYS, "dataset_label", "method_label"], sort=True)
+    out = groups[metric].agg(mean="mean", sd="std", n="count").reset_index()
     out["se"] = out["sd"] / np.sqrt(out["n"])
     out.loc[out["n"] < 2, "se"] = np.nan
+    if ASKED in frame:
+        cells = groups[ASKED].agg(trials="size", asked="max").reset_index(drop=True)
+        out["trials"], out["asked"] = cells["trials"].to_numpy(), cells["asked"].to_numpy()
     return out.drop(columns="sd")
 
 

@@ -1,12 +1,19 @@
 """The one renderer: figures as PNG + PDF, tables as Markdown + LaTeX, and the one cell format.
 
 Output is deterministic (fixed metadata), so the same results give byte-identical files.
+
+Within :func:`incomplete_cells` (the report wraps every figure in it when the grid has cells
+with fewer trials than it asks), every figure written here says so above its panels and
+every table in its title and notes, naming each such cell.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import matplotlib
@@ -15,12 +22,49 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from dpbench.report.frame import short_mark  # noqa: E402
+
 Row = Sequence[str]
+#: cells shown in a figure's incomplete-grid caption (the tables list every one)
+LISTED_IN_FIGURE = 8
+INCOMPLETE_TEX = "incomplete: some cells hold fewer trials than the grid asks, see the notes"
+_INCOMPLETE: ContextVar[tuple[str, ...]] = ContextVar("dpbench_incomplete_cells", default=())
+
+
+@contextmanager
+def incomplete_cells(cells: Sequence[str]) -> Iterator[None]:
+    """Within the block, every figure and table written names ``cells`` (one text per cell
+    with fewer trials than the grid asks, e.g. ``<dataset> / <method> / epsilon=1: 1 of
+    2 trials``) as incomplete; no cells, no mark."""
+    token = _INCOMPLETE.set(tuple(cells))
+    try:
+        yield
+    finally:
+        _INCOMPLETE.reset(token)
+
+
+def incomplete_caption(limit: int | None = None) -> str | None:
+    """The incomplete-grid sentence for the cells of :func:`incomplete_cells` (at most
+    ``limit`` listed), or None when every cell is complete."""
+    cells = _INCOMPLETE.get()
+    if not cells:
+        return None
+    shown = cells if limit is None else cells[:limit]
+    more = f"; and {len(cells) - len(shown)} more (listed in the table)" \
+        if len(shown) < len(cells) else ""
+    return (f"INCOMPLETE: {len(cells)} cell(s) hold fewer trials than the grid asks; their "
+            f"numbers average the trials stored: {'; '.join(shown)}{more}")
 
 
 def save(fig: plt.Figure, stem: Path) -> list[Path]:
-    """Write ``stem``.png and ``stem``.pdf deterministically."""
+    """Write ``stem``.png and ``stem``.pdf deterministically (with the incomplete-grid
+    caption above the panels inside :func:`incomplete_cells`)."""
     stem.parent.mkdir(parents=True, exist_ok=True)
+    caption = incomplete_caption(LISTED_IN_FIGURE)
+    if caption:
+        width = max(40, int(fig.get_figwidth() * 17))
+        fig.text(0.01, 1.0, textwrap.fill(caption, width), color="darkred", fontsize=8,
+                 ha="left", va="bottom")
     png, pdf = stem.with_suffix(".png"), stem.with_suffix(".pdf")
     fig.savefig(png, dpi=150, bbox_inches="tight", metadata={"Software": None})
     fig.savefig(pdf, bbox_inches="tight", metadata={"CreationDate": None, "Producer": None,
@@ -29,10 +73,10 @@ def save(fig: plt.Figure, stem: Path) -> list[Path]:
     return [png, pdf]
 
 
-def _cell(mean: float, se: float, digits: int) -> str:
+def _cell(mean: float, se: float, digits: int, mark: str = "") -> str:
     if math.isnan(mean):
-        return "—"
-    return f"{mean:.{digits}g}" if math.isnan(se) else f"{mean:.{digits}g} ± {se:.2g}"
+        return "—" + mark
+    return (f"{mean:.{digits}g}" if math.isnan(se) else f"{mean:.{digits}g} ± {se:.2g}") + mark
 
 
 def fixed_cell(mean: float, se: float, digits: int = 3) -> str:
@@ -43,11 +87,15 @@ def fixed_cell(mean: float, se: float, digits: int = 3) -> str:
 
 
 def wide_table(summary: pd.DataFrame, digits: int = 4) -> dict[str, pd.DataFrame]:
-    """Per dataset label: a frame with one row per method label and one column per epsilon."""
+    """Per dataset label: a frame with one row per method label and one column per epsilon;
+    a cell with fewer trials than the grid asks ends in `` [k/n trials]``."""
     out = {}
     for dlabel, part in summary.groupby("dataset_label", sort=True):
-        cells = part.assign(cell=[_cell(m, s, digits) for m, s in zip(part["mean"], part["se"],
-                                                                        strict=True)])
+        marks = [short_mark(int(t), a) for t, a in zip(part["trials"], part["asked"],
+                                                       strict=True)] \
+            if "asked" in part else [""] * len(part)
+        cells = part.assign(cell=[_cell(m, s, digits, k) for m, s, k in zip(
+            part["mean"], part["se"], marks, strict=True)])
         wide = cells.pivot(index="method_label", columns="epsilon", values="cell")
         wide.columns = [f"{c:g}" for c in wide.columns]
         out[str(dlabel)] = wide.fillna("—")
@@ -56,7 +104,9 @@ def wide_table(summary: pd.DataFrame, digits: int = 4) -> dict[str, pd.DataFrame
 
 def to_markdown(tables: dict[str, pd.DataFrame], title: str, unit: str = "epsilon",
                 note: str | None = None) -> str:
-    lines = [f"## {title}", ""] + ([f"> {note}", ""] if note else [])
+    warning = incomplete_caption()
+    lines = [f"## {title}", ""] + ([f"> **{warning}**", ""] if warning else []) \
+        + ([f"> {note}", ""] if note else [])
     for dlabel, wide in tables.items():
         header = ["method", *[f"{unit}={c}" for c in wide.columns]]
         lines += [f"### {dlabel}", "", "| " + " | ".join(header) + " |",
@@ -77,10 +127,14 @@ def _tex(s: str) -> str:
 def to_latex(tables: dict[str, pd.DataFrame], title: str, unit: str = "epsilon",
              note: str | None = None) -> str:
     sym = {"epsilon": r"\varepsilon", "mu": r"\mu", "rho": r"\rho"}.get(unit, unit)
-    parts = [f"% {title}"] + ([f"% {note}"] if note else [])
+    warning = incomplete_caption()
+    parts = [f"% {title}"] + ([f"% {warning}"] if warning else []) + (
+        [f"% {note}"] if note else [])
+    suffix = f" ({INCOMPLETE_TEX})" if warning else ""
     for dlabel, wide in tables.items():
         cols = "l" + "r" * len(wide.columns)
-        parts += [r"\begin{table}[t]", r"\centering", rf"\caption{{{_tex(title)}: {_tex(dlabel)}}}",
+        parts += [r"\begin{table}[t]", r"\centering",
+                  rf"\caption{{{_tex(f'{title}: {dlabel}{suffix}')}}}",
                   rf"\begin{{tabular}}{{{cols}}}", r"\toprule",
                   " & ".join(["method", *[f"${sym}={c}$" for c in wide.columns]]) + r" \\",
                   r"\midrule"]
@@ -103,12 +157,17 @@ def write_tables(summary: pd.DataFrame, out: Path, title: str, unit: str = "epsi
 
 def write_table(stem: Path, title: str, header: Row, rows: Sequence[Row],
                 notes: Sequence[str] = ()) -> list[Path]:
-    """``stem``.md and ``stem``.tex with one header and the rows."""
+    """``stem``.md and ``stem``.tex with one header and the rows (inside
+    :func:`incomplete_cells`: the incomplete cells as the first note, and said in the
+    LaTeX caption)."""
     stem.parent.mkdir(parents=True, exist_ok=True)
+    warning = incomplete_caption()
+    notes = [warning, *notes] if warning else list(notes)
+    caption = f"{title} ({INCOMPLETE_TEX})" if warning else title
     md = [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     md += ["| " + " | ".join(r) + " |" for r in rows]
     md += [""] + [f"- {n}" for n in notes]
-    tex = [f"% {title}", r"\begin{table}[t]", r"\centering", rf"\caption{{{_tex(title)}}}",
+    tex = [f"% {title}", r"\begin{table}[t]", r"\centering", rf"\caption{{{_tex(caption)}}}",
            rf"\begin{{tabular}}{{l{'r' * (len(header) - 1)}}}", r"\toprule",
            " & ".join(_tex(h) for h in header) + r" \\", r"\midrule"]
     tex += [" & ".join(_tex(c) for c in r) + r" \\" for r in rows]

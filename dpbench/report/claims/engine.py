@@ -73,6 +73,7 @@ import pandas as pd
 import yaml
 
 from dpbench.report.claims.kinds import KINDS, Claim, Context, Verdict, Where
+from dpbench.report.render import incomplete_caption
 from dpbench.runner.grid import ConfigError
 
 STATUSES = ("PASS", "FAIL", "SKIP")
@@ -172,11 +173,14 @@ def _row(v: Verdict) -> str:
 
 
 def write_verdicts(verdicts: Sequence[Verdict], out: Path, title: str) -> list[Path]:
-    """claims.md (one table, rows grouped by claim) and claims.json (list of verdict dicts)."""
+    """claims.md (one table, rows grouped by claim; inside ``render.incomplete_cells`` the
+    incomplete cells first) and claims.json (list of verdict dicts)."""
     out.mkdir(parents=True, exist_ok=True)
     counts = Counter(v.status for v in verdicts)
     md, js = out / "claims.md", out / "claims.json"
+    warning = incomplete_caption()
     md.write_text(f"# {title}\n\n" + ", ".join(f"{counts[s]} {s}" for s in STATUSES)
+                  + (f"\n\n> **{warning}**" if warning else "")
                   + "\n\n| verdict | dataset | eps | claim | numbers |\n|---|---|---|---|---|\n"
                   + "".join(_row(v) + "\n" for v in verdicts))
     js.write_text(json.dumps([v.to_dict() for v in verdicts], indent=1) + "\n")

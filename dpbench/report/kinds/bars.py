@@ -23,7 +23,8 @@ several), ``ylabel`` (default: ``metric``, else the single series' metric, else 
 Colours: one per series, or one per method id with a single series and ``group_by:
 method``. A legend when there is more than one series or a hatched bar. The table: one row
 per (dataset, group), one ``mean ± s.e.`` column per series and ``n`` (the largest number
-of trials with a finite value among the series).
+of trials with a finite value among the series; `` [k/n trials]`` after it when the group's
+cells hold fewer trials than the grid asks).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch
 
-from dpbench.report.frame import mean_se, method_name, order_ids
+from dpbench.report.frame import mean_se, method_name, order_ids, rows_mark
 from dpbench.report.render import fixed_cell, save, write_table
 
 GROUP_BY = ("method", "target")
@@ -62,6 +63,7 @@ class Group:
     key: str
     private: bool
     stats: tuple[tuple[float, float, int], ...]
+    mark: str = ""  # `` [k/n trials]`` when its rows hold fewer trials than the grid asks
 
 
 def bars(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
@@ -89,7 +91,7 @@ def bars(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
         title = f"{fig.get('title') or name}: {ylabel} at ε={eps:g} (mean ± s.e.)"
         header = ["dataset", group_by, *[s.label for s in series], "n"]
         table = [[d, g.label, *[fixed_cell(m, se, 3) for m, se, _ in g.stats],
-                  str(max(n for _, _, n in g.stats))]
+                  str(max(n for _, _, n in g.stats)) + g.mark]
                  for d, groups in panels.items() for g in groups]
         notes = [str(fig["note"])] if fig.get("note") else []
         paths += write_table(out / name, title, header, table, notes)
@@ -173,7 +175,7 @@ def method_groups(part: pd.DataFrame, series: Sequence[Series],
     for ident in order_ids(part["method"].astype(str).unique().tolist(), names):
         rows = part[part["method"].astype(str) == ident]
         out.append(Group(str(rows["method_label"].iloc[0]), ident, _private(rows),
-                         _stats(rows, metrics)))
+                         _stats(rows, metrics), rows_mark(rows)))
     return out
 
 
@@ -198,9 +200,10 @@ def target_groups(part: pd.DataFrame, series: Sequence[Series]) -> list[Group]:
     metrics = [s.metric for s in series]
     private = _private(part)
     label = _main_target(part)
-    out = [Group(label, label, private, _stats(part, metrics))]
+    mark = rows_mark(part)
+    out = [Group(label, label, private, _stats(part, metrics), mark)]
     for t in target_suffixes(part, metrics):
-        out.append(Group(t, t, private, _stats(part, [f"{m}_{t}" for m in metrics])))
+        out.append(Group(t, t, private, _stats(part, [f"{m}_{t}" for m in metrics]), mark))
     return out
 
 

@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from dpbench.report.frame import method_name, order_ids, summarise
+from dpbench.report.frame import method_name, order_ids, short_mark, summarise
 from dpbench.report.render import fixed_cell, save, write_table
 
 TUNING = "best over sweep (non-private tuning)"
@@ -96,9 +96,9 @@ def best_over_sweep(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list
         for metric in metrics:
             b = best[metric]
             for (dlabel, n), g in _grouped(b, "name", names):
-                cells = {float(e): f"{fixed_cell(m, s, _digits(fig, metric))} [{_point(i)}]"
-                         for e, m, s, i in zip(g["epsilon"], g["mean"], g["se"], g["method"],
-                                               strict=True)}
+                cells = {float(e): f"{fixed_cell(m, s, _digits(fig, metric))} [{_point(i)}]{k}"
+                         for e, m, s, i, k in zip(g["epsilon"], g["mean"], g["se"], g["method"],
+                                                  _marks(g), strict=True)}
                 table.append([_ylabel(fig, metric), dlabel, labels[n],
                               *[cells.get(e, "—") for e in epsilons]])
         paths += write_table(out / name, f"{name}: mean ± s.e., {tuning}", header, table,
@@ -111,8 +111,9 @@ def best_over_sweep(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list
                 part = p[p["dataset_label"] == dlabel]
                 for ident in order_ids(list(part["method"].astype(str)), names):
                     g = part[part["method"] == ident]
-                    cells = {float(e): fixed_cell(m, s, _digits(fig, metric))
-                             for e, m, s in zip(g["epsilon"], g["mean"], g["se"], strict=True)}
+                    cells = {float(e): fixed_cell(m, s, _digits(fig, metric)) + k
+                             for e, m, s, k in zip(g["epsilon"], g["mean"], g["se"], _marks(g),
+                                                   strict=True)}
                     table.append([_ylabel(fig, metric), dlabel, ident,
                                   *[cells.get(e, "—") for e in epsilons]])
         paths += write_table(out / f"{name}_points", f"{name}: every sweep point, mean ± s.e.",
@@ -133,6 +134,14 @@ def choose(summary: pd.DataFrame, sign: float) -> pd.DataFrame:
     s = s.assign(points=count).sort_values([*keys, "_score", "method"],
                                           ascending=[True, True, True, False, True])
     return s.groupby(keys, sort=True).head(1).drop(columns="_score").reset_index(drop=True)
+
+
+def _marks(summary: pd.DataFrame) -> list[str]:
+    """Per row of ``summarise`` output: `` [k/n trials]`` if the cell is short, else ""."""
+    if "asked" not in summary:
+        return [""] * len(summary)
+    return [short_mark(int(t), a) for t, a in zip(summary["trials"], summary["asked"],
+                                                  strict=True)]
 
 
 def _metrics(fig: Mapping[str, Any]) -> list[str]:

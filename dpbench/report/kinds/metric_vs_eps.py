@@ -1,5 +1,7 @@
 """``metric_vs_eps``: mean metric +- 1 s.e. over trials vs the privacy budget, one panel per
-dataset, one line per method; with its Markdown/LaTeX table of the same numbers.
+dataset, one line per method; with its Markdown/LaTeX table of the same numbers. A method
+with a cell holding fewer trials than the grid asks is ``[incomplete]`` in the legend, the
+cell ``[k/n trials]`` in the table.
 
 Keys: ``metric`` (frame column, required), ``ylabel`` (default: the metric), ``logx``
 (default true), ``logy`` (default false), ``table`` (write .md/.tex, default true),
@@ -20,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from dpbench.report.frame import summarise  # noqa: E402
+from dpbench.report.frame import legend_label, summarise  # noqa: E402
 from dpbench.report.render import save, write_tables  # noqa: E402
 
 UNIT_SYMBOL = {"epsilon": r"$\varepsilon$", "mu": r"$\mu$ (GDP)", "rho": r"$\rho$ (zCDP)"}
@@ -50,7 +52,8 @@ def metric_vs_eps(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[P
             g = g.sort_values("epsilon")
             style = f"-{marker[method]}" if private.get(method, True) else "--"
             ax.errorbar(g["epsilon"], g["mean"], yerr=g["se"].fillna(0), fmt=style, ms=5,
-                        mfc="none", capsize=3, label=str(g["method_label"].iloc[0]))
+                        mfc="none", capsize=3,
+                        label=legend_label(str(g["method_label"].iloc[0]), g))
         if fig.get("reference"):
             _reference(ax, frame[frame["dataset_label"] == dlabel], fig)
         ax.set_title(dlabel)

@@ -39,6 +39,8 @@ value, ``{paper_at}`` the ``over`` value of the paper row's method); ``median_iq
 (min / max / median; the paper's from its ``min``, ``max`` and ``median`` rows);
 ``ranking`` (the ``mean_se`` columns' method labels, lowest mean first).
 Default formats: ``{ours} / {paper} ({z})`` for mean_se, sd, coverage; ``{ours}`` else.
+``{ours}`` ends in `` [k/n trials]`` when the cells behind it hold fewer trials than the grid
+asks (``report.frame.rows_mark``).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpbench.report.frame import mean_se
+from dpbench.report.frame import mean_se, rows_mark
 from dpbench.report.numbers import read_numbers, sd_se, z_value
 from dpbench.report.render import fixed_cell, write_table
 from dpbench.roots import paper_dir
@@ -202,6 +204,7 @@ def _cell(rows: pd.DataFrame, col: dict[str, Any], ctx: dict[str, Any], paper: P
     if "ours" not in fields:
         fields["ours"] = fixed_cell(m, se, digits)
         fields["z"] = zscore(m, se, p, pdigits)
+    fields["ours"] += rows_mark(rows)  # its cells hold fewer trials than the grid asks
     fields.setdefault("z", "—")
     default = "{ours} / {paper} ({z})" if stat in COMPARED else "{ours}"
     fmt = col.get("format_nopaper", col.get("format", default)) if p is None \

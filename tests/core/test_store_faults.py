@@ -1,0 +1,334 @@
+"""Fault injection on the result store with real processes and real files (issue 16, items 2
+and 4); nothing here mocks the store.
+
+Item 2: every kind of damaged record (JSON that is not an object, bytes that are not UTF-8,
+an object missing required fields, a truncated file, an empty file) is reported by
+``dpbench status`` (path and why), moved to ``<store>/quarantine/`` with its bytes unchanged,
+and recomputed by the next ``dpbench run`` with results identical to an uninterrupted run;
+``dpbench figures`` on a store missing a trial marks the cell in the table, the caption and
+the legend.
+
+Item 4: two concurrent ``dpbench run`` of one grid (or a local run beside the SLURM task code)
+compute each trial exactly once, counted by the computations themselves (every computation
+appends a line to ``DPBENCH_COMPUTE_LOG``), not by the files; a lease left by a ``kill -9``'ed
+run does not block the rerun, and another machine's lease blocks until its expiry only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import REPO, dpbench_cmd, run_cli
+
+from dpbench.runner.execute import COMPUTE_LOG_ENV, HOLD_ENV
+from dpbench.runner.store import ResultStore
+
+# 1 dataset x 2 methods x 2 epsilons x 2 trials of the fast methods on smoke data
+GRID = ["experiment=linreg_adult", "methods=[public,ssp]", "profile=smoke",
+        "runner.progress=false"]
+N = 8
+#: what an uninterrupted run must reproduce (timings, pids and hosts may differ)
+RESULT_FIELDS = ("key", "status", "spec", "metrics", "privacy", "info", "n_train", "n_test",
+                 "d")
+
+
+def _records(results: Path) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_bytes())
+            for p in (results / "store" / "trials").glob("*/*.json")
+            if not p.name.startswith(".")}
+
+
+def _results(results: Path) -> dict[str, dict]:
+    return {k: {f: r.get(f) for f in RESULT_FIELDS} for k, r in _records(results).items()}
+
+
+def _computations(log: Path) -> list[tuple[str, str, int]]:
+    """(key, host, pid) of every trial computation logged, in order."""
+    if not log.exists():
+        return []
+    rows = [line.split() for line in log.read_text().splitlines()]
+    return [(k, h, int(p)) for k, h, p in rows]
+
+
+def _summary(out: str) -> tuple[int, Counter[str]]:
+    """(trials to run, outcome counts) from a ``dpbench run``'s output."""
+    to_run = int(re.search(r"(\d+) to run", out).group(1))
+    last = [line for line in out.splitlines() if line.startswith("linreg_adult: ")][-1]
+    counts: Counter[str] = Counter()
+    if "to run" not in last:
+        for part in last.removeprefix("linreg_adult: ").split(", "):
+            what, _, n = part.rpartition(" ")
+            counts[what] = int(n)
+    return to_run, counts
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The grid run once, uninterrupted: the reference for every test."""
+    results = tmp_path_factory.mktemp("clean") / "results"
+    run_cli("run", *GRID, f"results_dir={results}", check=True)
+    assert len(_records(results)) == N
+    return results
+
+
+def _copy(clean: Path, tmp_path: Path) -> tuple[Path, str, Path]:
+    """A copy of the clean results, one of its trial keys and that record's path."""
+    results = tmp_path / "results"
+    shutil.copytree(clean, results)
+    key = sorted(_records(results))[3]
+    return results, key, ResultStore(results / "store").path(key)
+
+
+# --- item 2: damaged records ----------------------------------------------------------------
+
+def _damage(path: Path, kind: str) -> bytes:
+    """Overwrite the record at ``path`` with a damaged one of ``kind``; the bytes written."""
+    good = path.read_bytes()
+    record = json.loads(good)
+    data = {
+        "json list": b"[]",
+        "not utf-8": b"\xff\xfe\x00{\"key\": \xe9}",
+        "missing fields": json.dumps({k: v for k, v in record.items()
+                                      if k not in ("metrics", "timing")}).encode(),
+        "truncated": good[: len(good) // 2],
+        "empty": b"",
+    }[kind]
+    path.write_bytes(data)
+    return data
+
+
+REASONS = {"json list": "valid JSON but a list", "not utf-8": "not UTF-8 text",
+           "missing fields": "missing field(s) metrics, timing",
+           "truncated": "not valid JSON", "empty": "empty file"}
+
+
+@pytest.mark.parametrize("kind", list(REASONS))
+def test_damaged_record_is_reported_quarantined_and_recomputed(clean: Path, tmp_path: Path,
+                                                               kind: str) -> None:
+    results, key, path = _copy(clean, tmp_path)
+    data = _damage(path, kind)
+
+    status = run_cli("status", *GRID, f"results_dir={results}")
+    assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
+    line = next(x for x in status.stdout.splitlines() if x.startswith("damaged record"))
+    assert str(path) in line and REASONS[kind] in line, line
+    assert f"total: ok {N - 1}, failed 0, pending 1" in status.stdout, status.stdout
+    assert not path.exists()  # moved aside, not deleted: the same bytes are in quarantine
+    (entry,) = ResultStore(results / "store").quarantined()
+    assert entry.key == key and entry.origin == str(path) and REASONS[kind] in entry.reason
+    assert entry.path.read_bytes() == data and str(entry.path) in line
+    again = run_cli("status", *GRID, f"results_dir={results}").stdout
+    assert "quarantined " in again and "the next run recomputes it" in again, again
+
+    log = tmp_path / "computations"
+    run = run_cli("run", *GRID, f"results_dir={results}", env={COMPUTE_LOG_ENV: str(log)},
+                  check=True)
+    assert f"{N} trials, {N - 1} already done, 1 to run" in run.stdout, run.stdout
+    assert _summary(run.stdout)[1] == Counter({"ok": 1})
+    assert [k for k, _, _ in _computations(log)] == [key]
+    assert _results(results) == _results(clean)
+    assert entry.path.read_bytes() == data  # the quarantine keeps it after the rerun
+
+
+@pytest.mark.parametrize("command", ["run", "figures"])
+def test_run_and_figures_quarantine_a_damaged_record_without_status_first(
+        clean: Path, tmp_path: Path, command: str) -> None:
+    results, key, path = _copy(clean, tmp_path)
+    data = _damage(path, "json list")
+    proc = run_cli(command, *GRID, f"results_dir={results}")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"damaged record {path}" in proc.stdout + proc.stderr
+    (entry,) = ResultStore(results / "store").quarantined()
+    assert entry.path.read_bytes() == data
+    if command == "run":
+        assert _results(results) == _results(clean)
+
+
+def test_figures_mark_a_cell_missing_a_trial(clean: Path, tmp_path: Path) -> None:
+    results, key, path = _copy(clean, tmp_path)
+    spec = json.loads(path.read_bytes())["spec"]
+    path.unlink()  # a trial never stored (lost, failed or quarantined: the same to figures)
+    proc = run_cli("figures", *GRID, f"results_dir={results}", check=True)
+    assert "1 cell(s) hold fewer trials than the grid asks" in proc.stderr, proc.stderr
+    out = results / "figures" / "linreg_adult-smoke"
+    md = (out / "mse_vs_eps.md").read_text()
+    cell = f"/ epsilon={spec['epsilon']:g}: 1 of 2 trials"
+    assert "INCOMPLETE: 1 cell(s)" in md and cell in md, md
+    assert md.count("[1/2 trials]") == 1, md  # the cell itself, and no other
+    tex = (out / "mse_vs_eps.tex").read_text()
+    assert "incomplete: some cells hold fewer trials" in tex and "[1/2 trials]" in tex
+    assert "INCOMPLETE: 1 cell(s)" in (out / "claims.md").read_text()
+    complete = results.parent / "complete"
+    shutil.copytree(clean, complete)
+    run_cli("figures", *GRID, f"results_dir={complete}", check=True)
+    md_ok = (complete / "figures" / "linreg_adult-smoke" / "mse_vs_eps.md").read_text()
+    assert "INCOMPLETE" not in md_ok and "trials]" not in md_ok
+
+
+def test_the_figure_says_so_in_its_caption_and_legend(clean: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same store as above, drawn in this process to read the figure's texts."""
+    import importlib
+
+    from dpbench.cli import build_figures, compose_config
+
+    kind = importlib.import_module("dpbench.report.kinds.metric_vs_eps")
+
+    results, key, path = _copy(clean, tmp_path)
+    path.unlink()
+    drawn = []
+
+    def keep(fig, stem):  # the real save, keeping the figure to read its texts
+        drawn.append(fig)
+        return save(fig, stem)
+
+    save = kind.save
+    monkeypatch.setattr(kind, "save", keep)
+    build_figures(compose_config([*GRID, f"results_dir={results}"]))
+    (fig,) = drawn
+    texts = [t.get_text() for t in fig.texts]
+    assert any(t.startswith("INCOMPLETE: 1 cell(s)") and "1 of 2 trials" in t for t in texts)
+    labels = [t.get_text() for ax in fig.axes if ax.get_legend()
+              for t in ax.get_legend().get_texts()]
+    assert len(labels) == 2 and sum(x.endswith(" [incomplete]") for x in labels) == 1, labels
+
+
+# --- item 4: concurrent runs and leases -----------------------------------------------------
+
+def _start(results: Path, env: dict[str, str], *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(dpbench_cmd("run", *GRID, f"results_dir={results}", *extra),
+                            cwd=REPO, env={**os.environ, **env}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float = 600) -> str:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    assert proc.returncode == 0, (out, err)
+    return out
+
+
+@pytest.mark.parametrize("n_jobs", ["1", "2"])
+def test_two_concurrent_runs_compute_each_trial_exactly_once(clean: Path, tmp_path: Path,
+                                                             n_jobs: str) -> None:
+    results, log = tmp_path / "results", tmp_path / "computations"
+    env = {COMPUTE_LOG_ENV: str(log), HOLD_ENV: "1.0"}  # each trial holds its lease 1 s
+    runs = [_start(results, env, f"runner.n_jobs={n_jobs}") for _ in range(2)]
+    outs = [_finish(p) for p in runs]
+
+    done = _computations(log)
+    assert sorted(k for k, _, _ in done) == sorted(_records(clean)), done  # once each
+    oks = 0
+    for out in outs:
+        to_run, counts = _summary(out)
+        assert set(counts) <= {"ok", "done by another run"}, out
+        assert counts["ok"] + counts["done by another run"] == to_run, out
+        assert counts["ok"] >= 1, f"the runs did not overlap, no contention was tested: {out}"
+        oks += counts["ok"]
+    assert oks == N  # the two summaries split the grid: no trial reported ok twice
+    assert _results(results) == _results(clean)
+    assert not list((results / "store" / "leases").glob("*.json"))  # every lease released
+
+
+def test_local_run_beside_the_slurm_task_code_computes_each_trial_once(
+        clean: Path, tmp_path: Path) -> None:
+    """A SLURM array task runs ``slurm.TrialBatch``; here one runs in a real process beside a
+    local run of the same grid (the cluster itself is tested in test_slurm.py)."""
+    from dpbench.cli import compose_config, grid
+
+    results, log = tmp_path / "results", tmp_path / "computations"
+    specs = grid(compose_config([*GRID, f"results_dir={results}"]))
+    spec_file = tmp_path / "specs.json"
+    spec_file.write_text(json.dumps([s.to_dict() for s in specs]))
+    env = {COMPUTE_LOG_ENV: str(log), HOLD_ENV: "1.0"}
+    task = subprocess.Popen(
+        [sys.executable, "-c", "import json, sys\n"
+         "from dpbench.runner.slurm import TrialBatch\n"
+         "specs = json.load(open(sys.argv[1]))\n"
+         "print(json.dumps(TrialBatch(specs, sys.argv[2], poll_s=0.5)()))",
+         str(spec_file), str(results / "store")],
+        cwd=REPO, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True)
+    local = _start(results, env)
+    out_local = _finish(local)
+    out_task = _finish(task)
+
+    done = _computations(log)
+    assert sorted(k for k, _, _ in done) == sorted(_records(clean)), done
+    task_counts = json.loads(out_task.strip().splitlines()[-1])
+    assert sum(task_counts.values()) == N and set(task_counts) <= {"ok", "done by another run"}
+    to_run, counts = _summary(out_local)
+    assert counts["ok"] + task_counts["ok"] == N and counts["ok"] + counts[
+        "done by another run"] == to_run
+    assert counts["ok"] >= 1 and task_counts["ok"] >= 1, "the task and the run did not overlap"
+    assert _results(results) == _results(clean)
+
+
+def test_lease_of_a_killed_run_does_not_block_the_rerun(clean: Path, tmp_path: Path) -> None:
+    results, log = tmp_path / "results", tmp_path / "computations"
+    run = _start(results, {COMPUTE_LOG_ENV: str(log), HOLD_ENV: "600"}, "runner.n_jobs=1")
+    leases = results / "store" / "leases"
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and not list(leases.glob("*.json")):
+            time.sleep(0.05)
+        (lease,) = list(leases.glob("*.json"))  # the run holds its first trial
+        time.sleep(0.5)  # its contents written
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.communicate()
+    assert lease.exists() and json.loads(lease.read_text())["pid"] == run.pid
+    assert not _records(results)
+
+    status = run_cli("status", *GRID, f"results_dir={results}").stdout
+    assert "computing" not in status, status  # a dead holder's lease is stale at once
+    start = time.time()
+    out = run_cli("run", *GRID, f"results_dir={results}", env={COMPUTE_LOG_ENV: str(log)},
+                  check=True).stdout
+    assert time.time() - start < 120  # far below the lease's 15-minute expiry
+    assert _summary(out) == (N, Counter({"ok": N}))
+    done = _computations(log)
+    assert len(done) == N + 1 and done[0][0] == lease.stem  # the killed attempt, then N
+    assert sorted(k for k, _, _ in done[1:]) == sorted(_records(clean))
+    assert _results(results) == _results(clean)
+
+
+def test_another_machines_lease_blocks_until_its_expiry(clean: Path, tmp_path: Path) -> None:
+    """A lease from another host is not judged by its pid: it holds the trial until its
+    expiry; ``status`` shows the trial as computing, and the run waits, then computes it."""
+    results, log = tmp_path / "results", tmp_path / "computations"
+    results.mkdir()
+    (stale_key, live_key) = sorted(_records(clean))[:2]
+    leases = results / "store" / "leases"
+    leases.mkdir(parents=True)
+    host = f"not-{socket.gethostname()}"
+    for key, ttl in ((stale_key, -60.0), (live_key, 20.0)):
+        (leases / f"{key}.json").write_text(json.dumps({
+            "key": key, "token": "elsewhere", "host": host, "boot_id": "x", "pid_ns": "y",
+            "pid": 1, "expires_unix": time.time() + ttl}))
+    status = run_cli("status", *GRID, f"results_dir={results}").stdout
+    assert "computing 1" in status and f"on {host}" in status, status
+
+    start = time.time()
+    out = run_cli("run", *GRID, f"results_dir={results}", env={COMPUTE_LOG_ENV: str(log)},
+                  check=True).stdout
+    assert _summary(out) == (N, Counter({"ok": N}))
+    keys = [k for k, _, _ in _computations(log)]
+    assert sorted(keys) == sorted(_records(clean)) and keys[-1] == live_key
+    assert time.time() - start >= 15  # it waited for the live lease's expiry
+    assert _results(results) == _results(clean)
