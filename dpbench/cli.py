@@ -229,9 +229,11 @@ def cmd_run(cfg: DictConfig) -> int:
         print(line)
     todo = pending(specs, store)
     name = cfg.experiment.name
+    store.mark_run(name, cfg.profile.name, len(specs))
     print(f"{name}: {len(specs)} trials, {len(specs) - len(todo)} already done, "
           f"{len(todo)} to run (store: {store.root})")
     if not todo:
+        print(*privacy_alerts(specs, store, name), sep="", end="")
         return 0
     if cfg.runner.name == "slurm":
         from dpbench.runner import slurm
@@ -243,12 +245,43 @@ def cmd_run(cfg: DictConfig) -> int:
                        progress=bool(cfg.runner.progress),
                        trace_memory=bool(cfg.runner.get("trace_memory", False)), description=name)
     print(f"{name}: {summary(counts)}")
+    print(*privacy_alerts(specs, store, name), sep="", end="")
     failed = counts[FAILED] + counts[FAILED_ELSEWHERE]
     if failed:
         print(f"{failed} trial(s) failed; `dpbench status experiment={name}` shows why; "
               "rerun to retry them", file=sys.stderr)
         return 1
     return 0
+
+
+def privacy_alerts(specs: Sequence[TrialSpec], store: ResultStore, name: str,
+                   facts: bool = False) -> list[str]:
+    """Lines (each ending in a newline) for the grid's stored trials whose paper's accounting
+    under-states the true spend (``report.privacy``); with ``facts``, the neighbouring
+    relations too."""
+    from dpbench.report.frame import results_frame
+    from dpbench.report.privacy import neighbours_note, understated_notes
+
+    frame = results_frame(specs, store, name)
+    lines = [*understated_notes(frame), *([neighbours_note(frame)] if facts else [])]
+    return [f"{line}\n" for line in lines if line]
+
+
+def version_lines(specs: Sequence[TrialSpec], store: ResultStore) -> list[str]:
+    """Per library, each version the grid's ok trials ran with and how many trials did."""
+    seen: dict[str, Counter[str]] = {}
+    for s in specs:
+        rec = store.get(s.key)
+        if rec and rec.get("status") == OK:
+            for lib, ver in sorted((rec.get("versions") or {}).items()):
+                seen.setdefault(lib, Counter())[str(ver)] += 1
+    if not seen:
+        return ["versions: no ok trial stored yet"]
+    out = ["library versions of the stored ok trials (version: trials):"]
+    for lib, vers in sorted(seen.items()):
+        mixed = "  <- mixed" if len(vers) > 1 else ""
+        out.append(f"  {lib}: " + ", ".join(f"{v}: {n}" for v, n in sorted(vers.items())) + mixed)
+    return out
 
 
 def _table(specs: Sequence[TrialSpec], store: ResultStore) -> tuple[Counter, dict]:
@@ -278,7 +311,7 @@ def cmd_plan(cfg: DictConfig) -> int:
     return 0
 
 
-def cmd_status(cfg: DictConfig) -> int:
+def cmd_status(cfg: DictConfig, versions: bool = False) -> int:
     specs = grid(cfg)
     store = store_of(cfg)
     names = trial_names(specs)
@@ -309,6 +342,9 @@ def cmd_status(cfg: DictConfig) -> int:
             print(f"failed {s.dataset}/{s.method}/{s.epsilon:g}/{s.trial}: {rec.get('error')}")
     for line in [*computing, *damage.values(), *quarantine_lines(store, names, set(damage))]:
         print(line)
+    print(*privacy_alerts(specs, store, cfg.experiment.name, facts=True), sep="", end="")
+    if versions:
+        print("\n".join(version_lines(specs, store)))
     return 0
 
 
@@ -366,14 +402,26 @@ def figure_specs(cfg: DictConfig) -> list[dict]:
     return out
 
 
-def build_figures(cfg: DictConfig) -> list[Path]:
+def origin_text(cfg: DictConfig, specs: Sequence[TrialSpec]) -> str:
+    """Where a report's numbers come from, stated on each of its figures, tables and claims:
+    ``<profile> profile, <n> trials per cell`` (the grid's) and the profile's ``caveat``."""
+    asked = Counter((s.dataset, s.method, s.epsilon) for s in specs).values()
+    lo, hi = min(asked), max(asked)
+    n = f"{lo}" if lo == hi else f"{lo}-{hi}"
+    text = f"{cfg.profile.name} profile, {n} trial{'s' if hi > 1 else ''} per cell"
+    caveat = cfg.profile.get("caveat")
+    return f"{text}; {caveat}" if caveat else text
+
+
+def build_figures(cfg: DictConfig, specs: Sequence[TrialSpec] | None = None) -> list[Path]:
     """Every figure, table and claim check of one experiment, from the store only; a cell
     with fewer ok trials than the grid asks is marked in each (``report.frame.shortfalls``)
-    and damaged records are quarantined first (one line each on stderr)."""
+    and damaged records are quarantined first (one line each on stderr). Nothing is written
+    (and [] returned) when no trial of the grid is stored."""
     from dpbench.report.build import build_report
     from dpbench.report.frame import results_frame, shortfalls
 
-    specs = grid(cfg)
+    specs = grid(cfg) if specs is None else specs
     store = store_of(cfg)
     names = trial_names(specs)
     for line in set_aside(store, store.damaged(names), names).values():
@@ -384,34 +432,77 @@ def build_figures(cfg: DictConfig) -> list[Path]:
     experiment = OmegaConf.to_container(cfg.experiment, resolve=True)
     short = shortfalls(specs, frame)
     if short:
-        print(f"{cfg.experiment.name}: {len(short)} cell(s) hold fewer trials than the grid "
-              "asks; the figures and tables mark them", file=sys.stderr)
-    return build_report(frame, experiment, figure_specs(cfg), figure_dir(cfg), short)
+        print(f"{cfg.experiment.name} ({cfg.profile.name} profile): {len(short)} cell(s) "
+              "hold fewer trials than the grid asks; the figures and tables mark them",
+              file=sys.stderr)
+    return build_report(frame, experiment, figure_specs(cfg), figure_dir(cfg), short,
+                        origin_text(cfg, specs))
+
+
+def given(overrides: Sequence[str], key: str) -> bool:
+    """Does the command line set ``key`` (``key=...``, ``+key=...`` or ``++key=...``)?"""
+    return any(o.split("=")[0].lstrip("+") == key for o in overrides)
+
+
+def profile_order() -> list[str]:
+    """Every profile, ``default`` first (the order ``figures`` builds them in)."""
+    return sorted(choices("profile"), key=lambda p: (p != "default", p))
 
 
 def cmd_figures(overrides: Sequence[str]) -> int:
+    """Build the figures of the experiments (all, or the one given) in every profile that
+    holds results (or the one given). Without ``experiment=``, an (experiment, profile)
+    that was never run is built only if its whole grid is stored (shared trials of other
+    experiments); a partial grid is built with its incomplete cells marked; the summary
+    says which profiles were built and which were skipped."""
     from dpbench.report.claims.engine import summary as claims_summary
 
-    explicit = any(o.split("=")[0] == "experiment" for o in overrides)
-    names = [None] if explicit else choices("experiment")
+    names = [None] if given(overrides, "experiment") else choices("experiment")
+    profiles = [None] if given(overrides, "profile") else profile_order()
     base = compose_config(list(overrides))
-    require_writable(Path(base.results_dir) / "figures", base)
-    if store_of(base).keys():                 # compact writes <store>/trials.parquet
-        require_writable(store_of(base).root, base)
-    n = 0
-    for name in names:
-        cfg = compose_config([*overrides] + ([] if name is None else [f"experiment={name}"]))
-        require_writable(figure_dir(cfg), cfg)
-        paths = build_figures(cfg)
-        for p in paths:
-            print(p)
-        for p in paths:
-            if p.name == "claims.md":
-                print(claims_summary(p))
-        n += len(paths)
-    if n == 0:
-        print("no stored results for these experiments yet; run `dpbench run experiment=...`")
     store = store_of(base)
+    require_writable(Path(base.results_dir) / "figures", base)
+    if store.keys():                          # compact writes <store>/trials.parquet
+        require_writable(store.root, base)
+    built: dict[str, list[str]] = {}
+    skipped: list[str] = []
+    for name in names if store.keys() else []:
+        for profile in profiles:
+            extra = ([] if name is None else [f"experiment={name}"]) \
+                + ([] if profile is None else [f"profile={profile}"])
+            cfg = compose_config([*overrides, *extra])
+            specs = grid(cfg)
+            held = sum(store.status(s.key) == OK for s in specs)
+            if held == 0:
+                continue
+            if name is not None and held < len(specs) \
+                    and not store.was_run(name, cfg.profile.name):
+                skipped.append(f"{name} ({cfg.profile.name}: {held} of {len(specs)})")
+                continue
+            require_writable(figure_dir(cfg), cfg)
+            paths = build_figures(cfg, specs)
+            if not paths:
+                continue
+            built.setdefault(cfg.experiment.name, []).append(cfg.profile.name)
+            for p in paths:
+                print(p)
+            caveat = cfg.profile.get("caveat")
+            for p in paths:
+                if p.name == "claims.md":
+                    print(claims_summary(p) + (f"\n  ({caveat})" if caveat else ""))
+    asked = "profile " + (base.profile.name if profiles == [None]
+                          else ", ".join(profile_order()))
+    if not built:
+        which = f"experiment {base.experiment.name}" if names == [None] else "any experiment"
+        print(f"no stored results for {which} in {asked} under {store.root}; "
+              "run `dpbench run experiment=...`")
+    else:
+        print("built from stored results (experiment: profiles): "
+              + "; ".join(f"{e}: {', '.join(ps)}" for e, ps in built.items()))
+    if skipped:
+        print(f"not built (never run; these trials are stored only because other experiments "
+              f"share them): {', '.join(skipped)}; `dpbench figures experiment=<name> "
+              "profile=<profile>` builds one with its missing cells marked")
     if store.keys():
         print(store.compact())
     return 0
@@ -427,6 +518,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                        ("compact", "write the store as one parquet file")]:
         p = sub.add_parser(name, help=text)
         p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. experiment=linreg_adult")
+        if name == "status":
+            p.add_argument("--versions", action="store_true",
+                           help="also list the library versions the stored trials ran with")
     args = parser.parse_args(argv)
     try:
         if args.command == "figures":
@@ -435,7 +529,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "compact":
             print(store_of(cfg).compact())
             return 0
-        return {"run": cmd_run, "plan": cmd_plan, "status": cmd_status}[args.command](cfg)
+        if args.command == "status":
+            return cmd_status(cfg, versions=args.versions)
+        return {"run": cmd_run, "plan": cmd_plan}[args.command](cfg)
     except (UserError, DataError, ConfigError) as exc:
         print(f"dpbench: error: {exc}", file=sys.stderr)
         return 2

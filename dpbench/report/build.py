@@ -18,7 +18,8 @@ from typing import Any
 import pandas as pd
 
 from dpbench.report.frame import Shortfall, method_name
-from dpbench.report.render import incomplete_cells
+from dpbench.report.privacy import privacy_notes
+from dpbench.report.render import incomplete_cells, provenance
 from dpbench.runner.grid import ConfigError
 
 
@@ -67,7 +68,13 @@ def build_claims(frame: pd.DataFrame, experiment: Mapping[str, Any], out: Path,
 
 def build_report(frame: pd.DataFrame, experiment: Mapping[str, Any],
                  figures: Sequence[Mapping[str, Any]], out: Path,
-                 shortfalls: Sequence[Shortfall] = ()) -> list[Path]:
-    """Figures and tables, then claims; the written paths in order."""
-    return (build_figures(frame, figures, out, shortfalls)
-            + build_claims(frame, experiment, out, shortfalls))
+                 shortfalls: Sequence[Shortfall] = (), origin: str | None = None) -> list[Path]:
+    """Figures and tables, then claims; the written paths in order. ``origin`` (e.g.
+    ``smoke profile, 2 trials per cell``) and the privacy facts of the trials (neighbouring
+    relation, any under-stated spend: ``report.privacy``) are stated on every one of them."""
+    notes = privacy_notes(frame)
+    alerts = [n for n in notes if n.startswith("PRIVACY:")]
+    facts = [n for n in notes if n not in alerts]
+    with provenance("; ".join(filter(None, [origin, *facts])) or None, alerts):
+        return (build_figures(frame, figures, out, shortfalls)
+                + build_claims(frame, experiment, out, shortfalls))

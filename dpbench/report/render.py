@@ -4,7 +4,9 @@ Output is deterministic (fixed metadata), so the same results give byte-identica
 
 Within :func:`incomplete_cells` (the report wraps every figure in it when the grid has cells
 with fewer trials than it asks), every figure written here says so above its panels and
-every table in its title and notes, naming each such cell.
+every table in its title and notes, naming each such cell. Within :func:`provenance` (the
+report wraps every experiment in it), every figure, table and claims file states where its
+numbers come from: the profile, the trials per cell and the profile's caveat.
 """
 
 from __future__ import annotations
@@ -29,6 +31,27 @@ Row = Sequence[str]
 LISTED_IN_FIGURE = 8
 INCOMPLETE_TEX = "incomplete: some cells hold fewer trials than the grid asks, see the notes"
 _INCOMPLETE: ContextVar[tuple[str, ...]] = ContextVar("dpbench_incomplete_cells", default=())
+_PROVENANCE: ContextVar[tuple[str | None, tuple[str, ...]]] = ContextVar(
+    "dpbench_provenance", default=(None, ()))
+
+
+@contextmanager
+def provenance(text: str | None, alerts: Sequence[str] = ()) -> Iterator[None]:
+    """Within the block, every figure (above its panels), table (a note) and claims file
+    (under its title) written carries ``text``, e.g. ``smoke profile, 2 trials per cell``,
+    and ``alerts`` (e.g. a method whose accounting under-states its spend) before it; a
+    figure draws the alerts in red."""
+    token = _PROVENANCE.set((text, tuple(alerts)))
+    try:
+        yield
+    finally:
+        _PROVENANCE.reset(token)
+
+
+def provenance_line() -> str | None:
+    """The alerts and text of the enclosing :func:`provenance` block as one line, if any."""
+    text, alerts = _PROVENANCE.get()
+    return "; ".join([*alerts, *([text] if text else [])]) or None
 
 
 @contextmanager
@@ -57,14 +80,19 @@ def incomplete_caption(limit: int | None = None) -> str | None:
 
 
 def save(fig: plt.Figure, stem: Path) -> list[Path]:
-    """Write ``stem``.png and ``stem``.pdf deterministically (with the incomplete-grid
-    caption above the panels inside :func:`incomplete_cells`)."""
+    """Write ``stem``.png and ``stem``.pdf deterministically; above the panels, the
+    :func:`provenance` line and (inside :func:`incomplete_cells`) the incomplete-grid
+    caption over it."""
     stem.parent.mkdir(parents=True, exist_ok=True)
-    caption = incomplete_caption(LISTED_IN_FIGURE)
-    if caption:
-        width = max(40, int(fig.get_figwidth() * 17))
-        fig.text(0.01, 1.0, textwrap.fill(caption, width), color="darkred", fontsize=8,
-                 ha="left", va="bottom")
+    width = max(40, int(fig.get_figwidth() * 17))
+    y = 1.0
+    origin, alerts = _PROVENANCE.get()
+    for text, color, size in ((origin, "dimgray", 7), ("; ".join(alerts), "darkred", 8),
+                              (incomplete_caption(LISTED_IN_FIGURE), "darkred", 8)):
+        if text:
+            wrapped = textwrap.fill(text, width)
+            fig.text(0.01, y, wrapped, color=color, fontsize=size, ha="left", va="bottom")
+            y += (wrapped.count("\n") + 1) * size * 1.3 / 72 / fig.get_figheight()
     png, pdf = stem.with_suffix(".png"), stem.with_suffix(".pdf")
     fig.savefig(png, dpi=150, bbox_inches="tight", metadata={"Software": None})
     fig.savefig(pdf, bbox_inches="tight", metadata={"CreationDate": None, "Producer": None,
@@ -104,9 +132,9 @@ def wide_table(summary: pd.DataFrame, digits: int = 4) -> dict[str, pd.DataFrame
 
 def to_markdown(tables: dict[str, pd.DataFrame], title: str, unit: str = "epsilon",
                 note: str | None = None) -> str:
-    warning = incomplete_caption()
+    warning, origin = incomplete_caption(), provenance_line()
     lines = [f"## {title}", ""] + ([f"> **{warning}**", ""] if warning else []) \
-        + ([f"> {note}", ""] if note else [])
+        + ([f"> {note}", ""] if note else []) + ([f"> {origin}", ""] if origin else [])
     for dlabel, wide in tables.items():
         header = ["method", *[f"{unit}={c}" for c in wide.columns]]
         lines += [f"### {dlabel}", "", "| " + " | ".join(header) + " |",
@@ -127,9 +155,8 @@ def _tex(s: str) -> str:
 def to_latex(tables: dict[str, pd.DataFrame], title: str, unit: str = "epsilon",
              note: str | None = None) -> str:
     sym = {"epsilon": r"\varepsilon", "mu": r"\mu", "rho": r"\rho"}.get(unit, unit)
-    warning = incomplete_caption()
-    parts = [f"% {title}"] + ([f"% {warning}"] if warning else []) + (
-        [f"% {note}"] if note else [])
+    warning, origin = incomplete_caption(), provenance_line()
+    parts = [f"% {title}"] + [f"% {t}" for t in (warning, note, origin) if t]
     suffix = f" ({INCOMPLETE_TEX})" if warning else ""
     for dlabel, wide in tables.items():
         cols = "l" + "r" * len(wide.columns)
@@ -161,8 +188,8 @@ def write_table(stem: Path, title: str, header: Row, rows: Sequence[Row],
     :func:`incomplete_cells`: the incomplete cells as the first note, and said in the
     LaTeX caption)."""
     stem.parent.mkdir(parents=True, exist_ok=True)
-    warning = incomplete_caption()
-    notes = [warning, *notes] if warning else list(notes)
+    warning, origin = incomplete_caption(), provenance_line()
+    notes = [*([warning] if warning else []), *notes, *([origin] if origin else [])]
     caption = f"{title} ({INCOMPLETE_TEX})" if warning else title
     md = [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     md += ["| " + " | ".join(r) + " |" for r in rows]

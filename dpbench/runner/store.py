@@ -202,13 +202,31 @@ def lease_alive(info: dict[str, Any], now: float) -> bool:
 
 class ResultStore:
     """Directory ``<root>/trials/<key[:2]>/<key>.json``, with ``<root>/quarantine/`` for
-    damaged records and ``<root>/leases/`` for the claims of running trials."""
+    damaged records, ``<root>/leases/`` for the claims of running trials and ``<root>/runs/``
+    for the (experiment, profile) grids a ``dpbench run`` was asked for."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self.trials = self.root / "trials"
         self.quarantine_dir = self.root / "quarantine"
         self.leases = self.root / "leases"
+        self.runs_dir = self.root / "runs"
+
+    # --- runs ----------------------------------------------------------------------------------
+
+    def mark_run(self, experiment: str, profile: str, trials: int) -> None:
+        """Note that a run of ``experiment``'s ``profile`` grid (``trials`` trials) started,
+        so ``figures`` can tell a grid that was run (and may be partial) from one whose
+        trials are stored only because other experiments share them."""
+        info = {"experiment": experiment, "profile": profile, "trials": trials,
+                "started_at": datetime.now(UTC).isoformat(), **machine(), "pid": os.getpid()}
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(self.runs_dir / f"{experiment}@{profile}.json",
+                           json.dumps(info, sort_keys=True).encode())
+
+    def was_run(self, experiment: str, profile: str) -> bool:
+        """Has a ``dpbench run`` of this (experiment, profile) grid ever started here?"""
+        return (self.runs_dir / f"{experiment}@{profile}.json").exists()
 
     def path(self, key: str) -> Path:
         return self.trials / key[:2] / f"{key}.json"

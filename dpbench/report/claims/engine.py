@@ -73,7 +73,7 @@ import pandas as pd
 import yaml
 
 from dpbench.report.claims.kinds import KINDS, Claim, Context, Verdict, Where
-from dpbench.report.render import incomplete_caption
+from dpbench.report.render import incomplete_caption, provenance_line
 from dpbench.runner.grid import ConfigError
 
 STATUSES = ("PASS", "FAIL", "SKIP")
@@ -178,8 +178,9 @@ def write_verdicts(verdicts: Sequence[Verdict], out: Path, title: str) -> list[P
     out.mkdir(parents=True, exist_ok=True)
     counts = Counter(v.status for v in verdicts)
     md, js = out / "claims.md", out / "claims.json"
-    warning = incomplete_caption()
+    warning, origin = incomplete_caption(), provenance_line()
     md.write_text(f"# {title}\n\n" + ", ".join(f"{counts[s]} {s}" for s in STATUSES)
+                  + (f"\n\n> {origin}" if origin else "")
                   + (f"\n\n> **{warning}**" if warning else "")
                   + "\n\n| verdict | dataset | eps | claim | numbers |\n|---|---|---|---|---|\n"
                   + "".join(_row(v) + "\n" for v in verdicts))

@@ -1,0 +1,62 @@
+"""What a report must say about the privacy of the trials behind its numbers.
+
+Two facts a reader cannot see in a metric: the neighbouring relation each method's guarantee
+is stated for (add/remove or replace-one: the same epsilon means different things), and any
+method whose paper's accounting under-states its true cost (the ledger records the true
+spend as ``spent_*`` and ``understated = 1``; ``Accountant.charge_mu(actual=...)``). Both are
+read from the results frame (``privacy.*`` columns), so they are stated wherever the numbers
+appear: every figure, table and claims file (``render.provenance``) and the run summary.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+RELATION_TEXT = {"add_remove": "add/remove one record", "replace_one": "replace one record"}
+
+
+def neighbours_note(frame: pd.DataFrame) -> str | None:
+    """``neighbouring relation: add/remove one record (every private method)``, or one
+    clause per relation naming its methods; None without private trials."""
+    if frame.empty or "privacy.private" not in frame:
+        return None
+    private = frame[frame["privacy.private"].fillna(False).astype(bool)]
+    if private.empty:
+        return None
+    rel = private.get("privacy.neighbours", pd.Series("not recorded", index=private.index))
+    by: dict[str, list[str]] = {}
+    for label, r in zip(private["method_label"], rel.fillna("not recorded"), strict=True):
+        names = by.setdefault(RELATION_TEXT.get(str(r), str(r)), [])
+        if label not in names:
+            names.append(str(label))
+    if len(by) == 1:
+        return f"neighbouring relation: {next(iter(by))} (every private method)"
+    return "neighbouring relations: " + "; ".join(
+        f"{r} ({', '.join(sorted(ms))})" for r, ms in sorted(by.items()))
+
+
+def understated_notes(frame: pd.DataFrame) -> list[str]:
+    """One sentence per method with trials whose paper's accounting under-states the true
+    spend: the largest true epsilon against its target."""
+    if frame.empty or "privacy.understated" not in frame:
+        return []
+    flagged = frame[frame["privacy.understated"].fillna(0).astype(float) > 0]
+    out = []
+    for label, part in flagged.groupby("method_label", sort=True):
+        ratio = part["privacy.spent_epsilon"] / part["privacy.target_epsilon"]
+        worst = part.loc[ratio.idxmax()]
+        mu = worst.get("privacy.mu_spent", math.nan)
+        claimed = worst.get("privacy.claimed_mu_spent", math.nan)
+        mus = f" (mu {mu:.3g} vs the claimed {claimed:.3g})" if math.isfinite(mu) else ""
+        out.append(f"PRIVACY: {label} follows its paper's accounting, which under-states the "
+                   f"cost: {len(part)} trial(s) spend more than their target, up to "
+                   f"eps {worst['privacy.spent_epsilon']:.3g} at a target of "
+                   f"{worst['privacy.target_epsilon']:.3g}{mus}")
+    return out
+
+
+def privacy_notes(frame: pd.DataFrame) -> list[str]:
+    """The under-stated spends, then the neighbouring relations."""
+    return [*understated_notes(frame), *filter(None, [neighbours_note(frame)])]
