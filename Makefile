@@ -40,7 +40,7 @@ slurm-local:        ## Debian packages of the single-node SLURM test cluster (ro
 	bash scripts/slurm-local/install.sh
 
 test: install slurm-local   ## the whole test suite (what CI runs; starts the local SLURM cluster)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 smoke: install      ## every experiment's smoke profile + figures (downloaded data: local raw fixtures)
 	$(PY) -m pytest -q tests/experiments/test_experiments_smoke.py
