@@ -9,7 +9,8 @@ Spec keys:
 
 - ``paper`` (the experiment's paper), ``table`` (the ``table`` value in numbers.csv),
   ``caption`` (the table title; ``{label}`` is the ``per`` group's label), ``notes``
-  (lines under the table; ``{trials}`` is the number of rows of the group).
+  (lines under the table; ``{trials}`` is the number of rows of the group), then ``note``
+  (the experiment's setting choices, e.g. its protocol).
 - ``per``: a column (e.g. ``method``): one table per value, written as ``<name>_<value>``.
 - ``methods``: only these methods enter the table.
 - ``rows``: ``dataset`` (default), ``[dataset, method]`` or ``index``. With ``index``,
@@ -271,8 +272,9 @@ def _table(frame: pd.DataFrame, fig: dict[str, Any], paper: Paper,
         body.append(cells)
     header = [*fig.get("row_headers", ["dataset"]), *[c["header"] for c in columns]]
     ctx = {"label": label, "trials": len(frame)}
+    notes = [n.format(**ctx) for n in fig.get("notes", [])]
     return write_table(stem, fig.get("caption", fig["name"]).format(**ctx), header, body,
-                       [n.format(**ctx) for n in fig.get("notes", [])])
+                       [*notes, *([str(fig["note"])] if fig.get("note") else [])])
 
 
 def paper_table(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
