@@ -101,3 +101,14 @@ def test_bulk_scores_equal_one_by_one_scores(seed):
                                     - math.sqrt(2 / math.pi) * sigma * clique_size(c, sizes))
                       for c in cands])
     np.testing.assert_array_equal(bulk, exact)
+
+
+def test_workload_weights_equal_the_pairwise_definition():
+    attrs = [f"a{i}" for i in range(9)]
+    for workload in (all_kway(attrs, 2), all_kway(attrs, 4),
+                     [("a0", "a1"), ("a1", "a2", "a3"), ("a0", "a1")]):       # a duplicate
+        closure = downward_closure(workload, attrs)
+        ref = {r: float(sum(len(frozenset(r) & frozenset(s)) for s in workload))
+               for r in closure}
+        got = workload_weights(workload, attrs)
+        assert got == ref and list(got) == list(ref)
