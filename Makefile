@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 DPB    := $(VENV)/bin/dpbench
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lock slurm-local demo test smoke figures lint bench
+.PHONY: install lock slurm-local demo test smoke figures lint bench bench-peers
 
 install: $(STAMP)   ## virtualenv with every dependency (torch pinned to the 2.13.0 CPU build)
 
@@ -53,3 +53,6 @@ lint: install
 
 bench: install      ## speed benchmarks (ratios against an in-process baseline)
 	$(PY) scripts/bench_runner.py
+
+bench-peers: install   ## dpbench's AIM vs smartnoise-synth's, same Adult, eps 0.1 and 1 (own venv .bench-peers-venv; prints its expected duration, ~1-1.5 h)
+	$(PY) scripts/bench_peers.py $(BENCH_PEERS_ARGS)

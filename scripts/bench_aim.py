@@ -10,14 +10,21 @@ Not a test: run by hand, e.g.
 
 Prints one row per run: rounds, annealed rounds, measured cliques, final model
 size, total seconds, seconds in estimation, in candidate selection, and in JAX
-compilation (tracing + lowering + XLA backend compile, from jax.monitoring),
-plus the mean / max seconds per round.
+compilation (tracing + lowering + XLA backend compile or persistent-cache load, from
+jax.monitoring), how many programs were compiled and how many loaded from the persistent
+cache (dpbench/compile_cache.py; ``DPBENCH_CACHE_DIR`` picks its root, e.g. a fresh
+directory for a cold start; ``DPBENCH_JAX_CACHE=off`` disables it), the mean / max
+seconds per round, and a digest of the fit (measured cliques, charges, model tables):
+equal digests mean identical fits, e.g. before and after a change.
+
+Compile time in a later process: run the same command twice with one cache directory.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import logging
 import sys
 import time
@@ -31,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from jax import monitoring  # noqa: E402
 
+from dpbench import compile_cache  # noqa: E402
 from dpbench.methods.marginals.aim import AIMSettings, run_aim  # noqa: E402
 from dpbench.methods.marginals.release import AIM_PARAMS  # noqa: E402
 from dpbench.methods.marginals.workloads import build_workload  # noqa: E402
@@ -41,6 +49,17 @@ from dpbench.runner.grid import load_entry  # noqa: E402
 COMPILE_EVENTS = ("/jax/core/compile/backend_compile_duration",
                   "/jax/core/compile/jaxpr_to_mlir_module_duration",
                   "/jax/core/compile/jaxpr_trace_duration")
+BACKEND = COMPILE_EVENTS[0]
+CACHE_HIT = "/jax/compilation_cache/cache_hits"
+
+
+def fit_digest(model: object) -> str:
+    """First 12 hex digits of sha256 over measured cliques, charges and model tables."""
+    h = hashlib.sha256(repr((model.info["measured"], [(c.label, c.rho) for c in model.charges])
+                            ).encode())
+    for t in model.tables:
+        h.update(np.ascontiguousarray(t).tobytes())
+    return h.hexdigest()[:12]
 
 
 def load_train(dataset: str, profile: str, seed: int) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -71,6 +90,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--rounds-per-attribute", type=float)
     ap.add_argument("--dataset", default="adult", help="a conf/dataset yaml (default: adult)")
+    ap.add_argument("--workload", default="all_pairs",
+                    help="a workloads.py name, e.g. all_pairs (DD-SSP's), all_triples, all_4way")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--verbose", action="store_true", help="log every AIM round")
     args = ap.parse_args()
@@ -83,15 +104,20 @@ def main() -> None:
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
     frame, sizes = load_train(args.dataset, args.profile, args.seed)
-    workload = build_workload("all_pairs", list(frame.columns))
+    workload = build_workload(args.workload, list(frame.columns))
     compile_s: collections.Counter[str] = collections.Counter()
     monitoring.register_event_duration_secs_listener(
-        lambda name, dur, **_: compile_s.update({name: dur}) if name in COMPILE_EVENTS else None)
+        lambda name, dur, **_: compile_s.update({name: dur, name + ":n": 1})
+        if name in COMPILE_EVENTS else None)
+    monitoring.register_event_listener(
+        lambda name, **_: compile_s.update({"hits": 1}) if name == CACHE_HIT else None)
 
     print(f"{args.dataset} n={len(frame)}, {len(sizes)} attributes, "
-          f"workload {len(workload)} pairs, settings {settings}")
+          f"workload {args.workload} ({len(workload)} cliques), settings {settings}, JAX cache "
+          f"{compile_cache.jax_cache_dir() if compile_cache.enabled() else 'off'}")
     header = ("eps", "rounds", "annealed", "cliques", "model_MB", "total_s", "estim_s",
-              "select_s", "jax_compile_s", "round_mean_s", "round_max_s")
+              "select_s", "jax_compile_s", "compiled", "loaded", "round_mean_s", "round_max_s",
+              "digest")
     print(" | ".join(header))
     for eps in args.eps:
         compile_s.clear()
@@ -105,8 +131,10 @@ def main() -> None:
         row = (eps, info["rounds"], info["annealed_rounds"], len(set(info["measured"])),
                round(info["model_size_mb"], 2), round(total, 1),
                round(info["seconds_estimation"], 1), round(info["seconds_selection"], 1),
-               round(sum(compile_s.values()), 1), round(float(np.mean(per_round)), 2),
-               round(float(np.max(per_round)), 2))
+               round(sum(compile_s[e] for e in COMPILE_EVENTS), 1),
+               compile_s[BACKEND + ":n"] - compile_s["hits"], compile_s["hits"],
+               round(float(np.mean(per_round)), 2), round(float(np.max(per_round)), 2),
+               fit_digest(model))
         print(" | ".join(str(x) for x in row), flush=True)
 
 

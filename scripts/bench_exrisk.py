@@ -13,7 +13,10 @@ this process, BLAS pinned to one thread as in the runner:
   backend compile, from ``jax.monitoring``) summed over the fit; (b) a second, identical
   fit (same seed, so the same draws and cliques) right after the first: cold minus warm.
   Before each cold fit ``jax.clear_caches()`` drops compiled programs, so every repeat and
-  every row starts cold, as a trial on a new model structure does;
+  every row starts cold, as a trial on a new model structure does (the persistent compile
+  cache, dpbench/compile_cache.py, would still hand a repeat the programs the first fit
+  compiled: run with ``DPBENCH_JAX_CACHE=off`` for cold repeats, or with a fresh
+  ``DPBENCH_CACHE_DIR`` for a cold first fit);
 - sampling the synthetic rows (as AIMSynth does), one ``tstr.evaluate`` call without the
   workload (the logistic-regression fits: synthetic rows and the real reference, per
   re-split and target), the task's marginal-error part (``marginal_errors``) apart, and one

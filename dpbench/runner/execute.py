@@ -20,6 +20,7 @@ from typing import Any
 
 from threadpoolctl import threadpool_limits
 
+from dpbench import compile_cache
 from dpbench.privacy.accountant import Accountant, validate_budget
 from dpbench.privacy.conversions import cdp_eps, gdp_eps
 from dpbench.runner.artifacts import artifact_context
@@ -187,9 +188,12 @@ def run_trial(spec: TrialSpec | dict[str, Any], store_root: str, *,
             return outcome
         store.quarantine(spec.key, lease=lease)  # a damaged record: kept aside, not overwritten
         # Shared intermediates (one release per trial cell for every method built on it) are
-        # cached under <results_dir>/cache, keyed by the cell's data identity (artifacts.py).
-        with store.keep_alive(lease), artifact_context(
-                cell=digest(spec.data_identity()), root=Path(store_root).parent / "cache"):
+        # cached under <results_dir>/cache, keyed by the cell's data identity (artifacts.py);
+        # so are compiled JAX programs (compile_cache.py), for every later trial and process.
+        cache = Path(store_root).parent / "cache"
+        compile_cache.use_root(cache)
+        with store.keep_alive(lease), artifact_context(cell=digest(spec.data_identity()),
+                                                       root=cache):
             _log_computation(spec.key)
             record = execute(spec, trace_memory=trace_memory)
             time.sleep(float(os.environ.get(HOLD_ENV) or 0))

@@ -1,23 +1,33 @@
 """The one place that imports ``mbi`` (private-pgm 2.x): JAX setup and small adapters.
 
 JAX must run in float64 before mbi is imported (mbi warns that float32 stalls
-estimation on large data), and JAX's persistent compilation cache is turned
-off (mbi compiles many small programs; the cache only costs disk and time).
+estimation on large data). Compiled programs go to the persistent cache that
+dpbench/compile_cache.py configures (it was off here until 2026-11-23: AIM compiles
+one program per model structure, ~37% of a paper-settings fit, and a later process
+running the same fit now loads them instead).
 """
 
 from __future__ import annotations
 
 import jax
 
+from dpbench import compile_cache  # noqa: E402
+
 jax.config.update("jax_enable_x64", True)
-jax.config.update("jax_enable_compilation_cache", False)
+compile_cache.configure()
 
 import functools  # noqa: E402
 import gc  # noqa: E402
+import warnings  # noqa: E402
 from collections.abc import Mapping, Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import mbi  # noqa: E402
+with warnings.catch_warnings():
+    # mbi warns when the cache is on ("many small compiled programs ... counterproductive");
+    # measured here it is not: a program per AIM model structure, ~50 KB each, and a later
+    # process's fit loads them instead of compiling (README, Speed).
+    warnings.filterwarnings("ignore", message="JAX persistent compilation cache")
+    import mbi  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from mbi import junction_tree, marginal_loss  # noqa: E402

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -144,7 +145,11 @@ def build_workload(name: str, attributes: Sequence[str], target: str | None = No
 def workload_weights(workload: Sequence[Clique], order: Sequence[str]) -> dict[Clique, float]:
     """AIM's candidate weights w_r = sum_{s in W} c_s |r & s| over the downward closure
     of the workload, with every workload weight c_s = 1 (AIM paper, Alg. 2 line 8).
-    Returned in the closure's deterministic order."""
+    Returned in the closure's deterministic order.
+
+    Since |r & s| counts the attributes of r that s holds, w_r = sum over a in r of the
+    number of workload cliques holding a: O(|closure| k) instead of O(|closure| |W|)
+    (2.6 million set intersections for Adult's 4-way workload), same integers."""
     closure = downward_closure(workload, order)
-    wsets = [frozenset(s) for s in workload]
-    return {r: float(sum(len(frozenset(r) & s) for s in wsets)) for r in closure}
+    holding = Counter(a for s in workload for a in set(s))
+    return {r: float(sum(holding[a] for a in r)) for r in closure}

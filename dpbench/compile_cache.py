@@ -1,0 +1,75 @@
+"""The one place that configures JAX's persistent compilation cache.
+
+XLA compilation is a large share of a JAX method's run on CPU (a third of an AIM fit at
+the DD-SSP paper's settings, ~20 s per Bayesian sampler). JAX can keep compiled programs
+on disk and load them in any later process that compiles the same program (same HLO,
+compile options, jax/jaxlib version and flags), so trials, workers, SLURM tasks and later
+runs share one cache. A loaded program is the same executable, so results do not depend
+on the cache (tests/core/test_compile_cache.py checks bit-identity and that a second
+process compiles nothing).
+
+Where: ``<root>/jax`` with root = ``$DPBENCH_CACHE_DIR``, else the repository's
+``results/cache``. The runner points it at ``<results_dir>/cache`` for every trial
+(:func:`use_root`, called in ``execute.run_trial``), which sets the variable too, so
+processes started from a worker inherit it. ``DPBENCH_JAX_CACHE=off`` turns the cache off.
+
+This module imports JAX only when JAX is already loaded or a method asks for it
+(:func:`configure`), so the runner stays light.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT_ENV = "DPBENCH_CACHE_DIR"
+SWITCH_ENV = "DPBENCH_JAX_CACHE"
+
+#: every program is cached, however fast it compiled: AIM compiles one program per model
+#: structure and many are under JAX's default 1 s threshold, yet together they dominate.
+MIN_COMPILE_S = 0.0
+
+
+def cache_root() -> Path:
+    """``$DPBENCH_CACHE_DIR`` or the repository's ``results/cache``."""
+    env = os.environ.get(ROOT_ENV)
+    return Path(env) if env else Path(__file__).resolve().parents[1] / "results" / "cache"
+
+
+def jax_cache_dir() -> Path:
+    """Where JAX's compiled programs are kept: ``<cache_root()>/jax``."""
+    return cache_root() / "jax"
+
+
+def enabled() -> bool:
+    """False when ``DPBENCH_JAX_CACHE`` is off / 0 / false / no."""
+    return os.environ.get(SWITCH_ENV, "on").strip().lower() not in {"off", "0", "false", "no"}
+
+
+def configure() -> None:
+    """Apply the cache settings to the (imported) JAX of this process; idempotent.
+
+    Called by every module that uses JAX right after importing it, and again by
+    :func:`use_root` when the runner moves the cache to a results directory.
+    """
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache as cc
+
+    path = str(jax_cache_dir()) if enabled() else None
+    current = jax.config.jax_compilation_cache_dir
+    on = jax.config.jax_enable_compilation_cache
+    if current == path and on == enabled():
+        return
+    jax.config.update("jax_enable_compilation_cache", enabled())
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_S)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    cc.reset_cache()                # the next compilation opens the cache at the new path
+
+
+def use_root(root: str | Path) -> None:
+    """Keep compiled programs under ``<root>/jax`` in this process and those it starts."""
+    os.environ[ROOT_ENV] = str(Path(root).resolve())
+    if "jax" in sys.modules:
+        configure()

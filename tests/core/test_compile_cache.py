@@ -1,0 +1,123 @@
+"""JAX's persistent compilation cache (dpbench/compile_cache.py): shared, and result-neutral.
+
+A small AIM fit runs in three fresh interpreters sharing one cache directory: the first
+compiles and fills the cache, the second must compile nothing (every program is loaded;
+counted from JAX's monitoring events, not timed), and a third with the cache switched
+off must compile again. All three must produce byte-identical models, charges and samples.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dpbench import compile_cache
+
+REPO = Path(__file__).resolve().parents[2]
+
+FIT_SCRIPT = """
+import hashlib, json, sys
+import numpy as np
+from jax import monitoring
+sys.path.insert(0, {tests!r})
+events = {{"backend": 0, "hits": 0}}
+def on_duration(name, _dur, **_):
+    if name == "/jax/core/compile/backend_compile_duration":   # a compile or a cache load
+        events["backend"] += 1
+def on_event(name, **_):
+    if name == "/jax/compilation_cache/cache_hits":
+        events["hits"] += 1
+monitoring.register_event_duration_secs_listener(on_duration)
+monitoring.register_event_listener(on_event)
+from marginal_fixtures import discrete_data
+from dpbench.methods.marginals.aim import AIMSettings, run_aim
+from dpbench.methods.marginals.workloads import build_workload
+from dpbench.privacy import Accountant
+dom = {{"x1": 3, "x2": 4, "x3": 2, "y": 5}}
+data = discrete_data(np.random.default_rng(0), 1500, dom, "y", categorical=("x2",))
+frame = data.discrete[list(dom)]
+m = run_aim(frame, dom, build_workload("all_pairs", list(dom)), Accountant(1.0, 1e-5, "zcdp"),
+            np.random.default_rng(3), AIMSettings(max_iters=60, rounds=8, max_model_size=1.0))
+h = hashlib.sha256(repr((m.cliques, [(c.label, c.rho) for c in m.charges])).encode())
+for t in m.tables:
+    h.update(np.ascontiguousarray(t).tobytes())
+h.update(m.sample(300, np.random.default_rng(1)).to_numpy().tobytes())
+compiles = events["backend"] - events["hits"]
+print(json.dumps({{"compiles": compiles, "hits": events["hits"], "digest": h.hexdigest()}}))
+"""
+
+
+def _fit(cache_root: Path, switch: str) -> dict[str, object]:
+    script = FIT_SCRIPT.format(tests=str(REPO / "tests"))
+    env = {**os.environ, "PYTHONPATH": str(REPO), compile_cache.ROOT_ENV: str(cache_root),
+           compile_cache.SWITCH_ENV: switch}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=REPO, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_second_process_compiles_nothing_and_results_are_bit_identical(tmp_path):
+    first = _fit(tmp_path, "on")
+    assert first["compiles"] > 0
+    assert any((tmp_path / "jax").iterdir())                  # programs were written
+    second = _fit(tmp_path, "on")
+    assert second["compiles"] == 0, second                    # every program was loaded
+    assert second["hits"] >= first["compiles"]
+    off = _fit(tmp_path / "unused", "off")
+    assert off["compiles"] > 0 and off["hits"] == 0
+    assert not (tmp_path / "unused").exists()
+    assert first["digest"] == second["digest"] == off["digest"]
+
+
+def test_use_root_moves_the_cache_of_this_process(tmp_path, monkeypatch):
+    import jax
+
+    before = (os.environ.get(compile_cache.ROOT_ENV), os.environ.get(compile_cache.SWITCH_ENV))
+    monkeypatch.delenv(compile_cache.SWITCH_ENV, raising=False)
+    try:
+        compile_cache.use_root(tmp_path / "results" / "cache")
+        assert os.environ[compile_cache.ROOT_ENV] == str(tmp_path / "results" / "cache")
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "results" / "cache" / "jax")
+        assert jax.config.jax_enable_compilation_cache
+        monkeypatch.setenv(compile_cache.SWITCH_ENV, "off")
+        compile_cache.configure()
+        assert not jax.config.jax_enable_compilation_cache
+        assert jax.config.jax_compilation_cache_dir is None
+    finally:
+        for name, value in zip((compile_cache.ROOT_ENV, compile_cache.SWITCH_ENV), before,
+                               strict=True):
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        compile_cache.configure()
+
+
+def test_trials_use_the_results_directory_cache(tmp_path, monkeypatch):
+    from dpbench.runner import execute
+
+    seen: list[Path] = []
+    monkeypatch.setattr(compile_cache, "use_root", lambda root: seen.append(Path(root)))
+
+    def stop(spec: object, trace_memory: bool = False) -> None:
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(execute, "execute", stop)
+    with pytest.raises(RuntimeError, match="stop"):
+        execute.run_trial(_any_spec(), str(tmp_path / "results" / "store"))
+    assert seen == [tmp_path / "results" / "cache"]
+
+
+def _any_spec():
+    from dpbench.runner.spec import TrialSpec
+
+    return TrialSpec(dataset="ds", dataset_target="x.y", dataset_params={}, method="m",
+                     method_target="x.z", method_params={}, task="t", epsilon=1.0, delta=1e-5,
+                     budget_unit="epsilon", trial=0)
