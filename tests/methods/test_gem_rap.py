@@ -296,3 +296,20 @@ def test_pretraining_is_one_cached_artifact_for_every_trial_and_eps(tmp_path) ->
     with pytest.raises(ValueError, match="needs public rows"):
         GEMPub(T=2, **PUB).fit(tiny_data(), Accountant(1.0, 1e-6, "zcdp"),
                                np.random.default_rng(0))
+
+
+def test_rap_bun_steinke_option_spends_the_authors_smaller_rho() -> None:
+    from dpbench.methods.query_release.rap import bun_steinke_rho
+    n = 43_944
+    delta = 1 / n**2
+    rho = bun_steinke_rho(0.1, delta)
+    assert rho + 2 * math.sqrt(rho * math.log(1 / delta)) == pytest.approx(0.1, rel=1e-12)
+    assert rho == pytest.approx(1.17e-4, rel=5e-3)                   # the scope's check
+    assert Accountant(0.1, delta, "zcdp").rho_total == pytest.approx(1.70e-4, rel=5e-3)
+    acc = Accountant(0.5, 1e-6, "zcdp")
+    small(RAP, rho_conversion="bun_steinke").fit(tiny_data(), acc, np.random.default_rng(0))
+    spent = math.fsum(c.rho for c in acc.charges)
+    assert spent == pytest.approx(bun_steinke_rho(0.5, 1e-6), rel=1e-12)
+    assert spent < acc.rho_total
+    with pytest.raises(ValueError, match="rho_conversion='exact'"):
+        small(RAP, rho_conversion="exact")
