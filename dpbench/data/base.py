@@ -48,6 +48,9 @@ class TabularData:
     ``truth`` carries known ground truth for synthetic data (e.g. ``beta``).
     ``x_range`` (d, 2) and ``y_range`` are optional public per-feature / label
     [lower, upper] boxes that every row respects (box-based methods: BinAgg).
+    ``public`` holds public rows (integer codes over the same ``domain``; not private, no
+    budget is paid to read them) that come with private rows, e.g. the query-release
+    paper's 10% public split of ADULT (public-data-assisted methods: GEM-Pub).
     """
 
     X: NDArray
@@ -62,6 +65,7 @@ class TabularData:
     truth: Mapping[str, NDArray] = field(default_factory=dict)
     x_range: NDArray | None = None
     y_range: tuple[float, float] | None = None
+    public: pd.DataFrame | None = None
 
     @property
     def n(self) -> int:
@@ -80,6 +84,7 @@ CAPABILITIES = {
     "truth": "known ground truth such as beta or theta (simulated data)",
     "binary_label": "a two-valued label (classification)",
     "count_label": "non-negative integer labels (Poisson regression)",
+    "public_rows": "public rows over the same discrete domain (public-data-assisted methods)",
 }
 
 
@@ -89,7 +94,8 @@ def capabilities(data: TabularData) -> frozenset[str]:
             and data.encoding is not None,
             "x_range": data.x_range is not None, "truth": bool(data.truth),
             "binary_label": np.unique(data.y).size <= 2,
-            "count_label": bool(np.all(data.y >= 0) and np.all(np.mod(data.y, 1) == 0))}
+            "count_label": bool(np.all(data.y >= 0) and np.all(np.mod(data.y, 1) == 0)),
+            "public_rows": data.public is not None and len(data.public) > 0}
     return frozenset(k for k, ok in have.items() if ok)
 
 

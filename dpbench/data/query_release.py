@@ -18,8 +18,9 @@ exactly as the authors split it.
   ``rows_where`` keeps the rows of one state (``{STATE: PA}``); ``public`` names another
   file of the same domain for the public rows (PA-10, CA-18, OH-18).
 
-``Split.train`` holds the private rows, ``Split.test`` the public ones (zero rows when there
-are none). Both have the discrete frame and domain in the projection's attribute order,
+``Split.train`` holds the private rows (and the public ones as ``train.public``, for
+public-data-assisted methods), ``Split.test`` the public ones (zero rows when there are
+none). Both have the discrete frame and domain in the projection's attribute order,
 which fixes the order of every workload built over them; the encoded X / y use the ``raw``
 scheme (integer codes) with ``target`` as label (query release itself has no target).
 """
@@ -128,11 +129,13 @@ def load_query_data(*, rng: np.random.Generator, dataset_dir: str, file: str, do
     xb = feature_bound(enc)
     yb = float(np.max(np.abs(enc.target_values)))
 
-    def part(rows: pd.DataFrame) -> TabularData:
+    def part(rows: pd.DataFrame, public: pd.DataFrame | None = None) -> TabularData:
         rows = rows.reset_index(drop=True)
         X, y = enc.encode(rows)
+        pub = None if public is None or len(public) == 0 else public.reset_index(drop=True)
         return TabularData(X=X, y=y, x_bound=xb, y_bound=yb, feature_names=enc.columns,
-                           target=target, discrete=rows, domain=domain, encoding=enc)
+                           target=target, discrete=rows, domain=domain, encoding=enc,
+                           public=pub)
 
     if split is not None:
         unknown = sorted(set(split) - {"private_frac", "seed"})
@@ -140,7 +143,7 @@ def load_query_data(*, rng: np.random.Generator, dataset_dir: str, file: str, do
             raise ValueError(f"split has unknown key {unknown[0]!r}; valid: private_frac, seed")
         mask = private_mask(len(frame), float(split.get("private_frac", 0.9)),
                             int(split.get("seed", 0)))
-        return Split(train=part(frame[mask]), test=part(frame[~mask]))
+        return Split(train=part(frame[mask], frame[~mask]), test=part(frame[~mask]))
     if public is not None:
         unknown = sorted(set(public) - {"file", "rows_where"})
         if unknown:
@@ -148,5 +151,5 @@ def load_query_data(*, rng: np.random.Generator, dataset_dir: str, file: str, do
         pub = load_query_data(rng=None, dataset_dir=dataset_dir, file=public["file"],  # type: ignore[arg-type]
                               domain_file=domain_file, attributes=attributes, target=target,
                               rows_where=public.get("rows_where"), extract=extract)
-        return Split(train=part(frame), test=pub.train)
+        return Split(train=part(frame, pub.train.discrete), test=pub.train)
     return Split(train=part(frame), test=part(frame.iloc[:0]))

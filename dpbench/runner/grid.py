@@ -275,17 +275,45 @@ def _fmt(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def thin_sweep(sweep: Any, k: int | None) -> Any:
+    """A per-entry sweep ``{param: [values]}`` with each list cut to at most ``k`` values
+    (a profile's ``sweep_points``): evenly spread keeping both ends (:func:`thin`), or for
+    k = 1 the middle value (the lower middle of an even list). None = unchanged."""
+    if k is None or not isinstance(sweep, Mapping):
+        return sweep
+    out = {}
+    for name, values in sweep.items():
+        vals = list(values) if isinstance(values, list | tuple) else [values]
+        out[name] = vals[(len(vals) - 1) // 2:][:1] if k == 1 and vals else thin(vals, k)
+    return out
+
+
+def max_sweep_points(cfg: DictConfig) -> dict[str, int] | int | None:
+    """The profile's ``sweep_points``: None, one cap for every per-entry method sweep, or
+    ``{method: cap}`` for the methods named (the others keep their whole sweep)."""
+    value = _get(cfg.profile, "sweep_points")
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): count(v, f"profile.sweep_points.{k}") for k, v in value.items()}
+    return count(value, "profile.sweep_points")
+
+
 def axis_points(items: Sequence[Any], axis: str, entry_of: Any,
-                shared_sweep: Sequence[Mapping[str, Any]]) -> list[AxisPoint]:
+                shared_sweep: Sequence[Mapping[str, Any]],
+                max_points: Mapping[str, int] | int | None = None) -> list[AxisPoint]:
     """The grid's datasets or methods: names, or ``{name: {param: [values]}}`` per-entry
-    sweeps, each times the experiment-wide ``<axis>_sweep`` (which keeps the id)."""
+    sweeps (each list cut by :func:`thin_sweep` to ``max_points`` values, or to
+    ``max_points[name]`` for the entries it names), each times the experiment-wide
+    ``<axis>_sweep`` (which keeps the id)."""
     out = []
     for item in items:
         if isinstance(item, str):
             name, own = item, [{}]
         elif isinstance(item, Mapping) and len(item) == 1:
             name, sweep = next(iter(item.items()))
-            own = sweep_points(sweep, f"{axis}s.{name}")
+            cap = max_points.get(name) if isinstance(max_points, Mapping) else max_points
+            own = sweep_points(thin_sweep(sweep, cap), f"{axis}s.{name}")
         else:
             raise ConfigError(f"{axis}s entry {item!r} must be a name or {{name: {{param: "
                               "[values]}}}")
@@ -342,7 +370,8 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
     datasets = axis_points(kept, "dataset", dataset,
                            sweep_points(_get(cfg, "dataset_sweep"), "dataset"))
     methods = axis_points(_as_list(_get(cfg, "methods"), "methods"), "method", method,
-                          sweep_points(_get(cfg, "method_sweep"), "method"))
+                          sweep_points(_get(cfg, "method_sweep"), "method"),
+                          max_sweep_points(cfg))
     by_dataset = dataset_method_params(exp, listed, kept, methods)
     methods_of = {d.name: with_dataset_params(methods, by_dataset[d.name]) for d in datasets}
     for d in datasets:

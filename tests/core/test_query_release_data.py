@@ -70,7 +70,10 @@ def test_adult_is_the_authors_fixed_90_10_split_in_every_trial() -> None:
     other = load("qr_adult", seed=12345)
     pd.testing.assert_frame_equal(other.train.discrete, split.train.discrete)
     pd.testing.assert_frame_equal(other.test.discrete, split.test.discrete)
-    assert {"discrete", "binary_label"} <= capabilities(split.train)
+    assert {"discrete", "binary_label", "public_rows"} <= capabilities(split.train)
+    # the private part carries the public rows for public-data-assisted methods (GEM-Pub)
+    pd.testing.assert_frame_equal(split.train.public, split.test.discrete)
+    assert split.test.public is None
 
 
 def test_adult_data_facts() -> None:
@@ -91,6 +94,7 @@ def test_adult_reduced_data_facts() -> None:
 def test_adult_star_data_facts() -> None:
     split = load("qr_adult_star")
     assert split.train.n == 48_842 and split.test.n == 0        # every row private
+    assert split.train.public is None and "public_rows" not in capabilities(split.train)
     assert len(split.train.domain) == 14
     dom = dict(split.train.domain)
     # 278 triples have at most N cells; 64 of them are drawn with seed 0

@@ -11,7 +11,7 @@ from omegaconf import open_dict
 
 from dpbench.cli import compose_config
 from dpbench.runner.execute import resolve_delta
-from dpbench.runner.grid import ConfigError, expand, thin
+from dpbench.runner.grid import ConfigError, expand, thin, thin_sweep
 from dpbench.runner.store import ResultStore
 
 
@@ -60,6 +60,37 @@ def test_thin_keeps_ends() -> None:
     assert thin([1, 2, 3, 4, 5], 2) == [1, 5]
     assert thin([1, 2, 3, 4, 5], 3) == [1, 3, 5]
     assert thin([1, 2], None) == [1, 2]
+
+
+def test_thin_sweep_keeps_the_middle_or_spread_points() -> None:
+    sweep = {"T": [30, 40, 50, 60, 70, 80, 90, 100], "K": [5, 10, 25]}
+    assert thin_sweep(sweep, 1) == {"T": [60], "K": [10]}          # lower middle if even
+    assert thin_sweep(sweep, 2) == {"T": [30, 100], "K": [5, 25]}
+    assert thin_sweep(sweep, None) is sweep
+    assert thin_sweep({"T": 7}, 1) == {"T": [7]}
+
+
+def test_profile_sweep_points_caps_all_or_named_method_sweeps() -> None:
+    base = ["experiment=qr_adult_reduced", "profile=paper", "epsilons=[1.0]", "trials=1"]
+
+    def points(*over: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for s in expand(compose_config([*base, *over])):
+            out[s.method.split("[")[0]] = out.get(s.method.split("[")[0], 0) + 1
+        return out
+
+    whole = points()
+    assert whole["gem"] == 12 and whole["rap"] == 35 and whole["mwem"] == 7
+    named = points("profile.sweep_points={gem: 1, rap: 2}")
+    assert named["gem"] == 1 and named["rap"] == 4 and named["mwem"] == whole["mwem"]
+    every = points("profile.sweep_points=1")
+    assert set(every.values()) == {1}
+    keys = {s.method: s.key for s in expand(compose_config([*base]))}
+    capped = {s.method: s.key for s in expand(compose_config(
+        [*base, "profile.sweep_points=1"]))}
+    assert all(keys[m] == k for m, k in capped.items())   # a kept point keeps its key
+    with pytest.raises(ConfigError, match="sweep_points"):
+        expand(compose_config([*base, "profile.sweep_points=0"]))
 
 
 def record(key: str, status: str = "ok", **fields: object) -> dict:

@@ -60,7 +60,7 @@ from dpbench.methods.query_release.queries import (
     QuerySet,
     check_histogram_size,
     resolve_workload,
-    workload_key,
+    workload_answers,
 )
 from dpbench.methods.query_release.template import NEIGHBOURS
 from dpbench.privacy.accountant import Accountant
@@ -340,10 +340,7 @@ class DualQuery(Method):
 
     def output(self, kind: type) -> Any:
         if kind is QueryAnswers:
-            p = self.params
-            return QueryAnswers(np.asarray(self.answers_),
-                                workload_key(p["workload"], p["number"], p["seed"],
-                                             p["max_cells"]))
+            return workload_answers(self.answers_, self.params)
         if kind is SyntheticTable:
             if self.synthetic_ is None:
                 raise ValueError("DualQuery's records were fitted on data without an "

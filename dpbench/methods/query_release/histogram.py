@@ -35,9 +35,9 @@ from dpbench.methods.query_release.queries import (
     MAX_HISTOGRAM_CELLS,
     QuerySet,
     check_histogram_size,
-    resolve_workload,
     uniform_histogram,
-    workload_key,
+    workload_answers,
+    workload_queries,
 )
 from dpbench.methods.query_release.template import (
     AdaptiveBudget,
@@ -151,15 +151,9 @@ class HistogramMethod(Method):
     def queries(self, data: TabularData) -> QuerySet:
         """The workload's queries over ``data``'s domain, after refusing a full domain over
         ``max_domain_cells`` (one line with its size)."""
-        if data.discrete is None or data.domain is None:
-            raise ValueError(f"{type(self).__name__} needs discrete data (integer codes and "
-                             "a domain)")
-        domain = dict(data.domain)
-        check_histogram_size(domain, self.params["max_domain_cells"])
-        p = self.params
-        return QuerySet.build(domain, resolve_workload(domain, data.n, p["workload"],
-                                                       p["number"], p["seed"],
-                                                       p["max_cells"]))
+        if data.domain is not None:
+            check_histogram_size(dict(data.domain), self.params["max_domain_cells"])
+        return workload_queries(data, self.params, type(self).__name__)
 
     def check_data(self, data: TabularData) -> None:
         self.queries(data)
@@ -199,10 +193,7 @@ class HistogramMethod(Method):
     # -- results --------------------------------------------------------------------------
     def output(self, kind: type) -> Any:
         if kind is QueryAnswers:
-            p = self.params
-            return QueryAnswers(np.asarray(self.answers_),
-                                workload_key(p["workload"], p["number"], p["seed"],
-                                             p["max_cells"]))
+            return workload_answers(self.answers_, self.params)
         return super().output(kind)
 
     def info(self) -> dict[str, Any]:

@@ -30,8 +30,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from dpbench.data.base import TabularData
 from dpbench.methods.marginals.data import checked_codes
 from dpbench.methods.marginals.workloads import Clique, build_workload, canonical
+from dpbench.methods.outputs import QueryAnswers
 
 #: default cap on full-domain histograms: 1e8 cells = 800 MB per float64 copy, and MWEM /
 #: PEP hold a few copies; ADULT (reduced) has 336,000 cells, full ADULT ~7.3e11
@@ -348,6 +350,26 @@ def resolve_workload(domain: Mapping[str, int], n_rows: int, workload: str = "al
     return build_workload(workload, list(domain), domain=domain,
                           max_cells=None if max_cells is None else int(max_cells),
                           number=number, seed=seed)
+
+
+def workload_queries(data: TabularData, params: Mapping[str, object], who: str) -> QuerySet:
+    """The queries of the workload a method's ``params`` name (``workload`` / ``number`` /
+    ``seed`` / ``max_cells``) over ``data``'s domain; a one-line error naming ``who`` if
+    the data are not discrete."""
+    if data.discrete is None or data.domain is None:
+        raise ValueError(f"{who} needs discrete data (integer codes and a domain)")
+    domain = dict(data.domain)
+    return QuerySet.build(domain, resolve_workload(
+        domain, data.n, params["workload"], params["number"],  # type: ignore[arg-type]
+        params["seed"], params["max_cells"]))  # type: ignore[arg-type]
+
+
+def workload_answers(answers: NDArray, params: Mapping[str, object]) -> QueryAnswers:
+    """A method's answers as its :class:`QueryAnswers` output, labelled with the workload
+    its ``params`` name (``workload`` / ``number`` / ``seed`` / ``max_cells``)."""
+    return QueryAnswers(np.asarray(answers),
+                        workload_key(params["workload"], params["number"],  # type: ignore[arg-type]
+                                     params["seed"], params["max_cells"]))  # type: ignore[arg-type]
 
 
 def workload_key(workload: str = "all_3way", number: int | None = None, seed: int = 0,
