@@ -369,7 +369,7 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
 
     datasets = axis_points(kept, "dataset", dataset,
                            sweep_points(_get(cfg, "dataset_sweep"), "dataset"))
-    methods = axis_points(_as_list(_get(cfg, "methods"), "methods"), "method", method,
+    methods = axis_points(profile_subset(cfg, "methods"), "method", method,
                           sweep_points(_get(cfg, "method_sweep"), "method"),
                           max_sweep_points(cfg))
     by_dataset = dataset_method_params(exp, listed, kept, methods)
@@ -406,21 +406,27 @@ def entry_name(item: Any) -> str:
     return str(next(iter(item))) if isinstance(item, Mapping) else str(item)
 
 
-def profile_datasets(cfg: DictConfig) -> list[Any]:
-    """The experiment's datasets, narrowed to the profile's ``datasets`` when it names some
-    (e.g. an experiment's smoke profile keeping its two smallest datasets); a list given on
-    the command line is narrowed the same way, and must keep at least one."""
-    listed = _as_list(_get(cfg, "datasets"), "datasets")
-    keep = cfg.profile.get("datasets")
+def profile_subset(cfg: DictConfig, axis: str) -> list[Any]:
+    """The experiment's ``axis`` list (``datasets`` or ``methods``), narrowed to the entries
+    the profile's ``axis`` names when it names some (e.g. a smoke profile keeping the two
+    smallest datasets, or a default profile leaving out methods too slow for one machine);
+    a list given on the command line is narrowed the same way, and must keep at least one."""
+    listed = _as_list(_get(cfg, axis), axis)
+    keep = cfg.profile.get(axis)
     if keep is None:
         return listed
     names = [entry_name(d) for d in listed]
     keep = {str(k) for k in keep}
     out = [d for d, n in zip(listed, names, strict=True) if n in keep]
     if not out:
-        raise ConfigError(f"profile {cfg.profile.name!r} keeps datasets {sorted(keep)}, none "
+        raise ConfigError(f"profile {cfg.profile.name!r} keeps {axis} {sorted(keep)}, none "
                           f"of which is listed; listed: {', '.join(names)}")
     return out
+
+
+def profile_datasets(cfg: DictConfig) -> list[Any]:
+    """:func:`profile_subset` of the datasets."""
+    return profile_subset(cfg, "datasets")
 
 
 def _by_dataset(exp: Any, key: str, listed: list[Any]) -> dict[str, Any]:

@@ -178,6 +178,22 @@ def test_profile_datasets_and_per_dataset_task_params() -> None:
         expand(cfg)
 
 
+def test_profile_methods_subset() -> None:
+    """A profile's ``methods`` keeps the listed entries (sweeps included) and nothing else;
+    the kept points keep their keys; a subset that keeps nothing is refused in one line."""
+    full = compose_config(["experiment=qr_adult_reduced", "profile=default",
+                           "experiment.profiles.default.methods=null"])
+    cut = compose_config(["experiment=qr_adult_reduced", "profile=default"])
+    names = {s.method.split("[")[0] for s in expand(cut)}
+    assert names == {"mwem", "mwem_vanilla", "pep", "dualquery"}
+    kept = {s.key for s in expand(full) if s.method.split("[")[0] in names}
+    assert {s.key for s in expand(cut)} == kept and len(kept) == 1380
+    with open_dict(cut):
+        cut.profile.methods = ["nope"]
+    with pytest.raises(ConfigError, match=r"keeps methods \['nope'\], none .*listed: mwem"):
+        expand(cut)
+
+
 def test_method_params_by_dataset_set_and_sweep_per_dataset() -> None:
     from omegaconf import OmegaConf
 
