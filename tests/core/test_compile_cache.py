@@ -185,3 +185,24 @@ def test_cli_runs_with_unset_hash_seed_share_the_compiled_aim_programs(tmp_path)
         last = {pid: (seed, h) for pid, seed, h in processes}
         assert all(v == (compile_cache.HASH_SEED, seed0_hash) for v in last.values()), last
     assert len({pid for pid, _, _ in second}) >= 2             # the trial ran in a worker
+
+
+@pytest.mark.parametrize("seed", [None, "5", "random"])
+def test_the_command_pins_the_hash_seed_only_when_unset(tmp_path, seed):
+    """Unset: the command re-executes itself once, same pid, with PYTHONHASHSEED=0;
+    a user's seed (also ``random``) is kept and nothing is re-executed."""
+    from conftest import run_cli
+
+    (tmp_path / "sitecustomize.py").write_text(
+        _SITECUSTOMIZE.format(log=str(tmp_path / "processes.jsonl")))
+    proc = run_cli("plan", "experiment=linreg_adult", "profile=smoke",
+                   f"results_dir={tmp_path / 'results'}",
+                   env={"PYTHONHASHSEED": seed, "PYTHONPATH": f"{tmp_path}:{REPO}"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seeds = [(pid, s) for pid, s, _ in map(json.loads,
+                                           (tmp_path / "processes.jsonl").read_text().splitlines())]
+    if seed is None:
+        assert [s for _, s in seeds] == [None, compile_cache.HASH_SEED]
+        assert seeds[0][0] == seeds[1][0]
+    else:
+        assert [s for _, s in seeds] == [seed]
