@@ -518,7 +518,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     the compiled JAX programs of other processes; a user-set ``PYTHONHASHSEED`` is kept."""
     if argv is None:
         compile_cache.reexec_with_hash_seed()
-    compile_cache.pin_hash_seed()
     parser = argparse.ArgumentParser(prog="dpbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in [("run", "run (or resume) an experiment's grid"),
