@@ -20,6 +20,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
+from dpbench import compile_cache
 from dpbench.data.files import DataError
 from dpbench.roots import conf_dirs
 from dpbench.runner.grid import (
@@ -509,6 +510,14 @@ def cmd_figures(overrides: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``dpbench`` command (``argv`` None: ``sys.argv``).
+
+    As the command (``argv`` None) it first re-executes itself with ``PYTHONHASHSEED=0``
+    when the variable is unset (compile_cache.reexec_with_hash_seed: same pid, exit status
+    and streams), so trials run in this process and in its workers and SLURM tasks find
+    the compiled JAX programs of other processes; a user-set ``PYTHONHASHSEED`` is kept."""
+    if argv is None:
+        compile_cache.reexec_with_hash_seed()
     parser = argparse.ArgumentParser(prog="dpbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in [("run", "run (or resume) an experiment's grid"),

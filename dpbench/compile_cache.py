@@ -13,6 +13,14 @@ Where: ``<root>/jax`` with root = ``$DPBENCH_CACHE_DIR``, else the repository's
 (:func:`use_root`, called in ``execute.run_trial``), which sets the variable too, so
 processes started from a worker inherit it. ``DPBENCH_JAX_CACHE=off`` turns the cache off.
 
+A program's cache key is a hash of its traced program, and the programs that mbi
+(AIM/MST) traces depend on Python's set iteration order, i.e. on the hash seed: with a
+random seed per process a later process recompiles part of them (results do not depend on
+it). So every process that runs trials runs with one hash seed, :data:`HASH_SEED`, unless
+the user set ``PYTHONHASHSEED``: the ``dpbench`` command re-executes itself once with it
+(:func:`reexec_with_hash_seed`), and :func:`pin_hash_seed` puts it in the environment that
+loky workers and SLURM tasks inherit.
+
 This module imports JAX only when JAX is already loaded or a method asks for it
 (:func:`configure`), so the runner stays light.
 """
@@ -29,6 +37,10 @@ SWITCH_ENV = "DPBENCH_JAX_CACHE"
 #: every program is cached, however fast it compiled: AIM compiles one program per model
 #: structure and many are under JAX's default 1 s threshold, yet together they dominate.
 MIN_COMPILE_S = 0.0
+
+HASH_SEED_ENV = "PYTHONHASHSEED"
+#: the hash seed of every process that runs trials unless the user set ``PYTHONHASHSEED``
+HASH_SEED = "0"
 
 
 def cache_root() -> Path:
@@ -73,3 +85,32 @@ def use_root(root: str | Path) -> None:
     os.environ[ROOT_ENV] = str(Path(root).resolve())
     if "jax" in sys.modules:
         configure()
+
+
+def pin_hash_seed() -> str:
+    """Put ``PYTHONHASHSEED`` = :data:`HASH_SEED` in this process's environment unless the
+    user set one; return the value processes started from here (workers, SLURM tasks) get.
+
+    Python reads the variable only at start-up: this process keeps its own seed, see
+    :func:`reexec_with_hash_seed` for the ``dpbench`` command itself."""
+    return os.environ.setdefault(HASH_SEED_ENV, HASH_SEED)
+
+
+def reexec_with_hash_seed() -> None:
+    """If ``PYTHONHASHSEED`` is unset, replace this process by the same command line run
+    with ``PYTHONHASHSEED`` = :data:`HASH_SEED` (``os.execv``: same pid, same open files
+    and terminal, so signals, exit status and stdin/stdout behave as for the first
+    process); otherwise return at once. Called by ``dpbench.cli.main`` when it runs as the
+    command, before it has printed or started anything."""
+    if HASH_SEED_ENV in os.environ:     # the user's seed, or already re-executed
+        return
+    argv = list(getattr(sys, "orig_argv", []) or [sys.executable, *sys.argv])
+    if not argv or not sys.executable:
+        return
+    os.environ[HASH_SEED_ENV] = HASH_SEED
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execv(sys.executable, [sys.executable, *argv[1:]])
+    except OSError:   # cannot re-execute: go on with this process's random seed (workers
+        pass          # and SLURM tasks still get HASH_SEED from the environment)

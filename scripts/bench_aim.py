@@ -18,6 +18,9 @@ seconds per round, and a digest of the fit (measured cliques, charges, model tab
 equal digests mean identical fits, e.g. before and after a change.
 
 Compile time in a later process: run the same command twice with one cache directory.
+Like the ``dpbench`` command, the script re-executes itself with ``PYTHONHASHSEED=0`` when
+the variable is unset (compile_cache.reexec_with_hash_seed); set it to ``random`` (or two
+different values) to measure processes with different hash seeds.
 """
 
 from __future__ import annotations
@@ -36,9 +39,14 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from dpbench import compile_cache  # noqa: E402
+
+# like the dpbench command: PYTHONHASHSEED=0 unless set (one hash seed, so a later process
+# finds the compiled programs; PYTHONHASHSEED=random measures a process without it)
+compile_cache.reexec_with_hash_seed()
+
 from jax import monitoring  # noqa: E402
 
-from dpbench import compile_cache  # noqa: E402
 from dpbench.methods.marginals.aim import AIMSettings, run_aim  # noqa: E402
 from dpbench.methods.marginals.release import AIM_PARAMS  # noqa: E402
 from dpbench.methods.marginals.workloads import build_workload  # noqa: E402

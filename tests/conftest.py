@@ -17,9 +17,12 @@ def dpbench_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "dpbench.cli", *args]
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None,
+def run_cli(*args: str, env: dict[str, str | None] | None = None,
             check: bool = False) -> subprocess.CompletedProcess[str]:
+    """``dpbench *args`` in a subprocess; ``env`` is merged over ``os.environ`` (a value of
+    None removes the variable)."""
     full_env = {**os.environ, **(env or {})}
+    full_env = {k: v for k, v in full_env.items() if v is not None}
     proc = subprocess.run(dpbench_cmd(*args), capture_output=True, text=True, cwd=REPO,
                           env=full_env, timeout=900)
     if check and proc.returncode != 0:

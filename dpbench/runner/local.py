@@ -8,6 +8,11 @@ in its main thread, which makes joblib abort and kill the workers (``kill_worker
 Either way only trials in flight are lost: finished ones are already in the store, written
 atomically by the worker itself (runner/store.py), and the next run computes the rest.
 
+Workers are started with ``PYTHONHASHSEED`` = ``compile_cache.HASH_SEED`` unless the user
+set it (loky starts them with this process's environment): mbi's traced programs, hence
+the keys of the persistent JAX compile cache, depend on the hash seed, so one seed lets
+every worker and later run load the programs another one compiled.
+
 Every trial runs through ``execute.run_trial``, which computes it only under its lease
 (``ResultStore.claim``), so runs sharing a store split the grid: a trial another live run
 holds is asked again after the others until that run has stored it (counted "done by
@@ -38,6 +43,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from dpbench import compile_cache
 from dpbench.runner.execute import HELD, run_trial
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK
@@ -169,6 +175,7 @@ def _round(specs: Sequence[TrialSpec], store_root: str, n_jobs: int, trace_memor
         for s in specs:
             yield run_keyed(s.key, s.to_dict(), store_root, trace_memory, since)
         return
+    compile_cache.pin_hash_seed()   # workers inherit it: one hash seed, cache keys found again
     results = Parallel(n_jobs=n_jobs, return_as="generator_unordered", batch_size=1,
                        initializer=die_with_parent, initargs=(os.getpid(),))(
         delayed(run_keyed)(s.key, s.to_dict(), store_root, trace_memory, since)

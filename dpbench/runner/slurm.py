@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -34,6 +35,7 @@ from typing import Any, NamedTuple
 import submitit
 from omegaconf import DictConfig, OmegaConf
 
+from dpbench import compile_cache
 from dpbench.runner.execute import HELD, run_trial
 from dpbench.runner.grid import ConfigError
 from dpbench.runner.slurm_queue import ACTIVE_STATES, SlurmError, max_array_size, task_states
@@ -221,7 +223,10 @@ def _executor(settings: SlurmSettings, folder: Path, name: str) -> submitit.Slur
         array_parallelism=settings.array_parallelism,
         # the USR2 warning before the time limit, at most a quarter of the limit ahead
         signal_delay_s=min(settings.signal_delay_s, max(1, settings.timeout_min * 15)),
-        setup=[f"export PYTHONPATH={pkg_parent}${{PYTHONPATH:+:$PYTHONPATH}}"],
+        # one hash seed in every task (the submitter's, else compile_cache.HASH_SEED): JAX
+        # programs compiled by one task are loaded by the others and by later runs
+        setup=[f"export PYTHONPATH={pkg_parent}${{PYTHONPATH:+:$PYTHONPATH}}",
+               f"export PYTHONHASHSEED={shlex.quote(compile_cache.pin_hash_seed())}"],
         additional_parameters=settings.sbatch,
     )
     if settings.partition:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -121,3 +122,87 @@ def _any_spec():
     return TrialSpec(dataset="ds", dataset_target="x.y", dataset_params={}, method="m",
                      method_target="x.z", method_params={}, task="t", epsilon=1.0, delta=1e-5,
                      budget_unit="epsilon", trial=0)
+
+
+# Every interpreter started with this on its path (the CLI before and after it re-executes
+# itself, its loky workers) appends its pid, PYTHONHASHSEED and the hash of a string.
+_SITECUSTOMIZE = """
+import json, os
+with open({log!r}, "a") as f:
+    f.write(json.dumps([os.getpid(), os.environ.get("PYTHONHASHSEED"), hash("dpbench")]) + "\\n")
+"""
+_AIM_GRID = ["run", "experiment=linreg_adult", "methods=[ddssp]", "profile=smoke", "trials=1",
+             "epsilons=[1]", "runner.progress=false"]
+
+
+def _programs(results: Path) -> set[str]:
+    return {p.name for p in (results / "cache" / "jax").glob("*-cache")}
+
+
+def _cli_run(results: Path, site: Path, n_jobs: int) -> list[list]:
+    from conftest import run_cli
+
+    log = site / "processes.jsonl"
+    log.unlink(missing_ok=True)
+    # the caller's environment without PYTHONHASHSEED: dpbench must choose one itself
+    proc = run_cli(*_AIM_GRID, f"runner.n_jobs={n_jobs}", f"results_dir={results}",
+                   env={"PYTHONHASHSEED": None, "PYTHONPATH": f"{site}:{REPO}",
+                        compile_cache.ROOT_ENV: None, compile_cache.SWITCH_ENV: None})
+    assert proc.returncode == 0 and "ok 1" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_cli_runs_with_unset_hash_seed_share_the_compiled_aim_programs(tmp_path):
+    """Two ``dpbench run`` commands with PYTHONHASHSEED unset (one in-process, one with a
+    loky worker) into one results_dir: the second compiles no AIM program the first did
+    not (no new cache entry), because both run their trials with hash seed 0."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        _SITECUSTOMIZE.format(log=str(site / "processes.jsonl")))
+    expected = subprocess.run([sys.executable, "-c", "print(hash('dpbench'))"], text=True,
+                              capture_output=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": compile_cache.HASH_SEED})
+    seed0_hash = int(expected.stdout)
+    results = tmp_path / "results"
+
+    first = _cli_run(results, site, n_jobs=1)
+    programs = _programs(results)
+    assert programs                                           # AIM compiled and stored them
+    # the store and the cached AIM release go, the compiled programs stay: the trial and
+    # its AIM fit are computed again
+    shutil.rmtree(results / "store")
+    for d in (results / "cache").iterdir():
+        if d.name != "jax":
+            shutil.rmtree(d)
+    second = _cli_run(results, site, n_jobs=2)
+    assert _programs(results) == programs                    # nothing compiled anew
+
+    for processes in (first, second):
+        # the command started without a seed and re-executed itself (same pid) with seed 0
+        assert processes[0][1] is None and processes[1][0] == processes[0][0]
+        last = {pid: (seed, h) for pid, seed, h in processes}
+        assert all(v == (compile_cache.HASH_SEED, seed0_hash) for v in last.values()), last
+    assert len({pid for pid, _, _ in second}) >= 2             # the trial ran in a worker
+
+
+@pytest.mark.parametrize("seed", [None, "5", "random"])
+def test_the_command_pins_the_hash_seed_only_when_unset(tmp_path, seed):
+    """Unset: the command re-executes itself once, same pid, with PYTHONHASHSEED=0;
+    a user's seed (also ``random``) is kept and nothing is re-executed."""
+    from conftest import run_cli
+
+    (tmp_path / "sitecustomize.py").write_text(
+        _SITECUSTOMIZE.format(log=str(tmp_path / "processes.jsonl")))
+    proc = run_cli("plan", "experiment=linreg_adult", "profile=smoke",
+                   f"results_dir={tmp_path / 'results'}",
+                   env={"PYTHONHASHSEED": seed, "PYTHONPATH": f"{tmp_path}:{REPO}"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seeds = [(pid, s) for pid, s, _ in map(json.loads,
+                                           (tmp_path / "processes.jsonl").read_text().splitlines())]
+    if seed is None:
+        assert [s for _, s in seeds] == [None, compile_cache.HASH_SEED]
+        assert seeds[0][0] == seeds[1][0]
+    else:
+        assert [s for _, s in seeds] == [seed]

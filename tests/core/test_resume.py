@@ -77,11 +77,16 @@ def test_bit_identical_across_workers_and_invocations(tmp_path: Path) -> None:
             "profile.max_epsilons=null",
             "epsilons=[0.05,0.5,2]",
             "runner.progress=false"]
-    run_cli(*grid, "runner.n_jobs=1", f"results_dir={tmp_path / 'a'}", check=True)
-    run_cli(*grid, "runner.n_jobs=2", f"results_dir={tmp_path / 'b'}", check=True)
+    # different hash seeds too (dpbench only pins PYTHONHASHSEED when the user did not set it):
+    # results must not depend on set iteration order
+    run_cli(*grid, "runner.n_jobs=1", f"results_dir={tmp_path / 'a'}", check=True,
+            env={"PYTHONHASHSEED": "1"})
+    run_cli(*grid, "runner.n_jobs=2", f"results_dir={tmp_path / 'b'}", check=True,
+            env={"PYTHONHASHSEED": "2"})
     # two invocations: first the low epsilons, then the rest of the same grid
     run_cli(*grid[:-2], "epsilons=[0.05]", "runner.progress=false",
-            f"results_dir={tmp_path / 'c'}", check=True)
-    run_cli(*grid, f"results_dir={tmp_path / 'c'}", check=True)
+            f"results_dir={tmp_path / 'c'}", check=True, env={"PYTHONHASHSEED": "random"})
+    run_cli(*grid, f"results_dir={tmp_path / 'c'}", check=True,
+            env={"PYTHONHASHSEED": None})  # unset: dpbench pins 0
     a, b, c = (_metrics(tmp_path / x) for x in "abc")
     assert len(a) == 18 and a == b == c  # exact float equality, not approx

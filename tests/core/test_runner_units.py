@@ -238,3 +238,20 @@ def test_peak_rss_is_per_trial() -> None:
     del block
     reset_peak_rss()
     assert high - base > 350 and peak_rss_mb() < high - 350
+
+
+@pytest.mark.parametrize("seed", [None, "7"])
+def test_slurm_tasks_get_the_submitters_hash_seed(tmp_path, monkeypatch, seed):
+    """The sbatch script exports PYTHONHASHSEED: 0 unless the submitter set one (then that),
+    so every task finds the JAX programs compiled by the others (compile_cache.py)."""
+    from dpbench.runner.slurm import SlurmSettings, _executor
+
+    monkeypatch.setenv("PYTHONHASHSEED", seed or "")   # restored after the test: the
+    if seed is None:                                   # executor pins it in os.environ
+        monkeypatch.delenv("PYTHONHASHSEED")
+    settings = SlurmSettings(partition=None, timeout_min=10, mem_gb=1.0, cpus_per_task=1,
+                             trials_per_task=1, array_parallelism=1, signal_delay_s=30,
+                             wait=False, folder=None, progress=False, trace_memory=False,
+                             poll_s=1.0, sbatch={})
+    script = _executor(settings, tmp_path, "x")._make_submission_file_text("true", "1")
+    assert f"export PYTHONHASHSEED={seed or '0'}\n" in script
