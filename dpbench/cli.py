@@ -296,6 +296,18 @@ def _table(specs: Sequence[TrialSpec], store: ResultStore) -> tuple[Counter, dic
     return total, cells
 
 
+def trial_seconds(specs: Sequence[TrialSpec], store: ResultStore) -> dict[tuple, list[float]]:
+    """Per (dataset, method, eps) cell, the wall seconds (data + fit + evaluation, as each
+    trial recorded them) of its ok trials: what a cell costs, e.g. to size a SLURM run."""
+    out: dict[tuple, list[float]] = {}
+    for s in specs:
+        rec = store.get(s.key)
+        if rec and rec.get("status") == OK:
+            out.setdefault((s.dataset, s.method, s.epsilon), []).append(
+                float(sum((rec.get("timing") or {}).values())))
+    return out
+
+
 def cmd_plan(cfg: DictConfig) -> int:
     specs = grid(cfg)
     store = store_of(cfg)
@@ -327,16 +339,24 @@ def cmd_status(cfg: DictConfig, versions: bool = False) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    seconds = trial_seconds(specs, store)
     table = Table(title=f"{cfg.experiment.name} ({cfg.profile.name})")
-    for col in ("dataset", "method", cfg.budget_unit, "ok", "failed", "pending"):
+    for col in ("dataset", "method", cfg.budget_unit, "ok", "failed", "pending", "s / trial"):
         table.add_column(col)
     for (d, m, e), c in sorted(cells.items()):
-        table.add_row(d, m, f"{e:g}", str(c[OK]), str(c[FAILED]), str(c["pending"]))
+        t = seconds.get((d, m, e))
+        table.add_row(d, m, f"{e:g}", str(c[OK]), str(c[FAILED]), str(c["pending"]),
+                      f"{sum(t) / len(t):.1f}" if t else "")
     Console().print(table)
     computing = computing_lines(specs, store)
     print(f"total: ok {total[OK]}, failed {total[FAILED]}, pending {total['pending']}"
           + "".join(f", {k} {v}" for k, v in extra.items())
           + (f", computing {len(computing)}" if computing else ""))
+    if seconds:
+        done = [x for t in seconds.values() for x in t]
+        print(f"trial time of the ok trials: {sum(done) / 3600:.2f} h in {len(done)} trials "
+              f"(data + fit + evaluation per trial, as recorded; wall time of a run with n "
+              f"workers is about this / n)")
     for s in specs:
         rec = store.get(s.key)
         if rec and rec.get("status") == FAILED:
@@ -452,14 +472,16 @@ def profile_order() -> list[str]:
 
 def cmd_figures(overrides: Sequence[str]) -> int:
     """Build the figures of the experiments (all, or the one given) in every profile that
-    holds results (or the one given). Without ``experiment=``, an (experiment, profile)
-    that was never run is built only if its whole grid is stored (shared trials of other
-    experiments); a partial grid is built with its incomplete cells marked; the summary
-    says which profiles were built and which were skipped."""
+    holds results (or the one given). Without ``profile=``, an (experiment, profile) that
+    was never run is built only if its whole grid is stored (trials shared with other
+    experiments or profiles), else named and skipped; a grid that was run (or named with
+    ``profile=``) is built with its incomplete cells marked; the summary says which
+    profiles were built and which were skipped."""
     from dpbench.report.claims.engine import summary as claims_summary
 
     names = [None] if given(overrides, "experiment") else choices("experiment")
-    profiles = [None] if given(overrides, "profile") else profile_order()
+    profile_given = given(overrides, "profile")
+    profiles = [None] if profile_given else profile_order()
     base = compose_config(list(overrides))
     store = store_of(base)
     require_writable(Path(base.results_dir) / "figures", base)
@@ -476,9 +498,10 @@ def cmd_figures(overrides: Sequence[str]) -> int:
             held = sum(store.status(s.key) == OK for s in specs)
             if held == 0:
                 continue
-            if name is not None and held < len(specs) \
-                    and not store.was_run(name, cfg.profile.name):
-                skipped.append(f"{name} ({cfg.profile.name}: {held} of {len(specs)})")
+            if not profile_given and held < len(specs) \
+                    and not store.was_run(cfg.experiment.name, cfg.profile.name):
+                skipped.append(f"{cfg.experiment.name} ({cfg.profile.name}: {held} of "
+                               f"{len(specs)})")
                 continue
             require_writable(figure_dir(cfg), cfg)
             paths = build_figures(cfg, specs)
@@ -493,16 +516,17 @@ def cmd_figures(overrides: Sequence[str]) -> int:
                     print(claims_summary(p) + (f"\n  ({caveat})" if caveat else ""))
     asked = "profile " + (base.profile.name if profiles == [None]
                           else ", ".join(profile_order()))
-    if not built:
+    if not built and not skipped:
         which = f"experiment {base.experiment.name}" if names == [None] else "any experiment"
         print(f"no stored results for {which} in {asked} under {store.root}; "
               "run `dpbench run experiment=...`")
-    else:
+    elif built:
         print("built from stored results (experiment: profiles): "
               + "; ".join(f"{e}: {', '.join(ps)}" for e, ps in built.items()))
     if skipped:
         print(f"not built (never run; these trials are stored only because other experiments "
-              f"share them): {', '.join(skipped)}; `dpbench figures experiment=<name> "
+              f"or profiles share them): {', '.join(skipped)}; `dpbench figures "
+              "experiment=<name> "
               "profile=<profile>` builds one with its missing cells marked")
     if store.keys():
         print(store.compact())

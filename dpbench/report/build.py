@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from dpbench.report.frame import Shortfall, method_name
-from dpbench.report.privacy import privacy_notes
+from dpbench.report.privacy import neighbours_note, understated_notes
 from dpbench.report.render import incomplete_cells, provenance
 from dpbench.runner.grid import ConfigError
 
@@ -72,9 +72,7 @@ def build_report(frame: pd.DataFrame, experiment: Mapping[str, Any],
     """Figures and tables, then claims; the written paths in order. ``origin`` (e.g.
     ``smoke profile, 2 trials per cell``) and the privacy facts of the trials (neighbouring
     relation, any under-stated spend: ``report.privacy``) are stated on every one of them."""
-    notes = privacy_notes(frame)
-    alerts = [n for n in notes if n.startswith("PRIVACY:")]
-    facts = [n for n in notes if n not in alerts]
-    with provenance("; ".join(filter(None, [origin, *facts])) or None, alerts):
+    stated = "; ".join(filter(None, [origin, neighbours_note(frame)]))
+    with provenance(stated or None, understated_notes(frame)):
         return (build_figures(frame, figures, out, shortfalls)
                 + build_claims(frame, experiment, out, shortfalls))

@@ -56,7 +56,3 @@ def understated_notes(frame: pd.DataFrame) -> list[str]:
                    f"{worst['privacy.target_epsilon']:.3g}{mus}")
     return out
 
-
-def privacy_notes(frame: pd.DataFrame) -> list[str]:
-    """The under-stated spends, then the neighbouring relations."""
-    return [*understated_notes(frame), *filter(None, [neighbours_note(frame)])]

@@ -57,6 +57,12 @@ def test_figures_without_a_profile_build_the_profiles_that_hold_results(smoke_st
     skipped = next(line for line in out.splitlines() if line.startswith("not built"))
     assert "ablation_mst (smoke: " in skipped, skipped
     assert not (figures / "ablation_mst-smoke").exists()
+    # naming the experiment but no profile: still not built (its smoke grid was never run)
+    out = run_cli("figures", "experiment=ablation_mst", f"results_dir={smoke_store}",
+                  check=True).stdout
+    skipped = next(line for line in out.splitlines() if line.startswith("not built"))
+    assert "ablation_mst (smoke: " in skipped, out
+    assert not (figures / "ablation_mst-smoke").exists()
     # naming it builds it, every missing cell marked
     run_cli("figures", "experiment=ablation_mst", "profile=smoke",
             f"results_dir={smoke_store}", check=True)

@@ -117,6 +117,7 @@ REASONS = {"json list": "valid JSON but a list", "not utf-8": "not UTF-8 text",
 def test_damaged_record_is_reported_quarantined_and_recomputed(clean: Path, tmp_path: Path,
                                                                kind: str) -> None:
     results, key, path = _copy(clean, tmp_path)
+    kept = [r for k, r in _records(results).items() if k != key]
     data = _damage(path, kind)
 
     status = run_cli("status", *GRID, f"results_dir={results}")
@@ -124,6 +125,9 @@ def test_damaged_record_is_reported_quarantined_and_recomputed(clean: Path, tmp_
     line = next(x for x in status.stdout.splitlines() if x.startswith("damaged record"))
     assert str(path) in line and REASONS[kind] in line, line
     assert f"total: ok {N - 1}, failed 0, pending 1" in status.stdout, status.stdout
+    # the cost line sums the recorded timings of the ok trials only (not the damaged one)
+    hours = sum(sum(r["timing"].values()) for r in kept) / 3600
+    assert f"trial time of the ok trials: {hours:.2f} h in {N - 1} trials" in status.stdout
     assert not path.exists()  # moved aside, not deleted: the same bytes are in quarantine
     (entry,) = ResultStore(results / "store").quarantined()
     assert entry.key == key and entry.origin == str(path) and REASONS[kind] in entry.reason
