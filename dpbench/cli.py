@@ -97,6 +97,16 @@ def apply_experiment_profile(cfg: DictConfig, overrides: Sequence[str]) -> None:
                 cfg.profile[key] = value
 
 
+def capped_note(cfg: DictConfig, overrides: Sequence[str]) -> str | None:
+    """A line saying that the profile caps a ``trials=`` the user gave (else None): the
+    experiment's profile block (e.g. ``default: {trials: 2}``) wins over ``trials=8``."""
+    cap = cfg.profile.get("trials")
+    if given(overrides, "trials") and cap is not None and int(cap) < int(cfg.trials):
+        return (f"note: profile {cfg.profile.name} caps trials at {cap} (trials={cfg.trials} "
+                f"given); add profile.trials={cfg.trials} to run {cfg.trials}")
+    return None
+
+
 def store_of(cfg: DictConfig) -> ResultStore:
     return ResultStore(Path(cfg.results_dir) / "store")
 
@@ -564,6 +574,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "status":
             return cmd_status(cfg, versions=args.versions)
+        note = capped_note(cfg, args.overrides)
+        if note:
+            print(note, file=sys.stderr)
         return {"run": cmd_run, "plan": cmd_plan}[args.command](cfg)
     except (UserError, DataError, ConfigError) as exc:
         print(f"dpbench: error: {exc}", file=sys.stderr)
