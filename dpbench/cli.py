@@ -575,8 +575,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "status":
             return cmd_status(cfg, versions=args.versions)
         note = capped_note(cfg, args.overrides)
-        if note:
-            print(note, file=sys.stderr)
+        if note:               # information, on stdout: stderr carries only the one-line errors
+            print(note)
         return {"run": cmd_run, "plan": cmd_plan}[args.command](cfg)
     except (UserError, DataError, ConfigError) as exc:
         print(f"dpbench: error: {exc}", file=sys.stderr)
