@@ -100,8 +100,10 @@ def apply_experiment_profile(cfg: DictConfig, overrides: Sequence[str]) -> None:
 def capped_note(cfg: DictConfig, overrides: Sequence[str]) -> str | None:
     """A line saying that the profile caps a ``trials=`` the user gave (else None): the
     experiment's profile block (e.g. ``default: {trials: 2}``) wins over ``trials=8``."""
-    cap = cfg.profile.get("trials")
-    if given(overrides, "trials") and cap is not None and int(cap) < int(cfg.trials):
+    cap, asked = cfg.profile.get("trials"), cfg.trials
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (cap, asked)):
+        return None                     # unset or malformed: grid() names a bad value
+    if given(overrides, "trials") and cap < asked:
         return (f"note: profile {cfg.profile.name} caps trials at {cap} (trials={cfg.trials} "
                 f"given); add profile.trials={cfg.trials} to run {cfg.trials}")
     return None
