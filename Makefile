@@ -25,9 +25,9 @@ $(STAMP): pyproject.toml requirements.lock
 
 lock:               ## re-resolve requirements.lock after editing pyproject.toml (keeps other pins; LOCK_ARGS=--upgrade moves all; ~10 min)
 	$(PYTHON) -m venv .lockenv
-	.lockenv/bin/pip install --quiet pip-tools
-	.lockenv/bin/pip-compile --quiet --allow-unsafe --extra=dev --generate-hashes --strip-extras \
-		--no-emit-index-url --no-emit-find-links --custom-compile-command "make lock" $(PIP_TORCH) $(LOCK_ARGS) \
+	.lockenv/bin/pip install --quiet "pip-tools==7.4.1" "click==8.1.8"
+	CUSTOM_COMPILE_COMMAND="make lock" .lockenv/bin/pip-compile --quiet --allow-unsafe --extra=dev --generate-hashes --strip-extras \
+		--no-emit-index-url --no-emit-find-links $(PIP_TORCH) $(LOCK_ARGS) \
 		--output-file=requirements.lock pyproject.toml
 	rm -rf .lockenv
 

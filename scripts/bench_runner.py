@@ -1,28 +1,44 @@
 """Runner overhead and parallel speed-up, as ratios against in-process baselines.
 
-Baseline: fitting AdaSSP directly on a loaded Adult split (no runner). Measured:
-(1) one trial through ``execute`` (data load + split + fit + metrics + record),
-(2) the smoke grid of linreg_adult with n_jobs=1 vs n_jobs=2 through run_local.
-Run: python scripts/bench_runner.py [--repeats 5]
+(1) AdaSSP on Adult: one trial through ``execute`` (data load + split + fit + metrics +
+    record) against the fit alone (no runner).
+(2) Harness overhead of an AIM trial (linreg_adult's DD-SSP cell, default profile, eps 1,
+    trial 0): the whole trial through ``run_trial`` (lease, artifact cache, record, store)
+    against the same work done by hand in the same process (load + split, fit, metrics);
+    both warm (one run each first, so JAX programs are compiled in both), median of
+    ``--repeats``; each ``run_trial`` gets a fresh results directory, so its artifact cache
+    never serves the fit.
+(3) The linreg_adult data-independent grid (public, ssp, adassp) with n_jobs=1 vs 2.
+(4) With ``--full-grid``: the whole linreg_adult default grid (175 trials, AIM in most
+    cells) with n_jobs=1 and then 2, each in a fresh results directory (cold caches, as a
+    first run). About 35 + 20 minutes on 2 idle cores; the script says so before it starts.
+
+Run: python scripts/bench_runner.py [--repeats 5] [--full-grid]
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import tempfile
 import time
+from pathlib import Path
 
+import jax
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from dpbench import compile_cache, program_store
 from dpbench.cli import compose_config
 from dpbench.data.discrete import load_discrete
 from dpbench.methods.regression.adassp import AdaSSP
 from dpbench.privacy import Accountant
-from dpbench.runner.execute import execute
+from dpbench.runner.execute import execute, import_object, run_trial
 from dpbench.runner.grid import expand, load_entry
 from dpbench.runner.local import run_local
+from dpbench.runner.store import ResultStore
+from dpbench.tasks import TASKS
 
 
 def timed(fn, repeats: int) -> float:
@@ -39,6 +55,8 @@ def timed(fn, repeats: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--full-grid", action="store_true",
+                    help="also time the whole linreg_adult default grid with 1 and 2 workers")
     args = ap.parse_args()
 
     params = load_entry("dataset", "adult")["params"]
@@ -63,12 +81,93 @@ def main() -> None:
 
     def grid(n_jobs: int) -> None:
         with tempfile.TemporaryDirectory() as d:
-            run_local(specs, d, n_jobs=n_jobs, progress=False)
+            run_local(specs, f"{d}/store", n_jobs=n_jobs, progress=False)
 
     g1 = timed(lambda: grid(1), 1)
     g2 = timed(lambda: grid(2), 1)
     print(f"linreg_adult grid ({len(specs)} trials), n_jobs=1: {g1:6.1f} s (baseline = 1.00)")
-    print(f"linreg_adult grid, n_jobs=2:                 {g2 / g1:6.2f} x baseline")
+    print(f"linreg_adult grid, n_jobs=2:                 {g2 / g1:6.2f} x baseline", flush=True)
+
+    aim_overhead(args.repeats)
+    if args.full_grid:
+        full_grid()
+
+
+def aim_overhead(repeats: int) -> None:
+    """(2): an AIM trial through run_trial vs the same work by hand, both warm.
+
+    Two figures: the ratio of medians over ``repeats`` alternating pairs (by hand, then
+    through the runner), and the harness's own time in each run_trial call (its wall time
+    minus the data, fit and metric seconds its record holds), which does not carry the
+    fit's run-to-run noise (about 1 s of 34 s here) and so resolves a 2% budget."""
+    overrides = ["experiment=linreg_adult", "methods=[ddssp]", "epsilons=[1]", "trials=1"]
+    spec = expand(compose_config(overrides))[0]
+
+    def by_hand() -> None:
+        with threadpool_limits(limits=1):
+            split = import_object(spec.dataset_target)(rng=spec.data_rng(), **spec.dataset_params)
+            cls = import_object(spec.method_target)
+            model = cls(**spec.method_params)
+            model.fit(split.train, Accountant(float(spec.epsilon), float(spec.delta),
+                                              currency=cls.accounting), spec.method_rng())
+            task = TASKS[spec.task]
+            task.score(model.output(task.needs), split, spec.task_params)
+
+    results = Path(tempfile.mkdtemp(prefix="bench-runner-"))
+
+    def through() -> float:
+        """run_trial's wall time minus the work its record times: the harness's seconds."""
+        # one results directory, so the compile cache stays where it is (moving it resets
+        # JAX's in-memory caches: a runner keeps it fixed too), but no stored record and no
+        # cached artifact survives from the last run: the trial is computed in full
+        for old in [results / "store", *(p for p in (results / "cache").glob("*")
+                                         if not p.name.startswith("jax"))]:
+            shutil.rmtree(old, ignore_errors=True)
+        t0 = time.perf_counter()
+        assert run_trial(spec, str(results / "store")) == "ok"
+        wall = time.perf_counter() - t0
+        return wall - sum(ResultStore(results / "store").get(spec.key)["timing"].values())
+
+    compile_cache.use_root(results / "cache")       # both measured with the same cache
+    hand, runner, harness = [], [], []
+    try:
+        by_hand()
+        through()                                   # warm-up: programs compiled for both
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            by_hand()
+            hand.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            harness.append(through())
+            runner.append(time.perf_counter() - t0)
+    finally:
+        shutil.rmtree(results, ignore_errors=True)
+    base = statistics.median(hand)
+    ratio = statistics.median(runner) / base
+    own = statistics.median(harness)
+    print(f"AIM trial ({spec.method}, eps {spec.epsilon}, default profile) by hand: "
+          f"{base:6.2f} s (baseline = 1.00; runs {', '.join(f'{t:.1f}' for t in hand)})")
+    print(f"  ... through run_trial:                {ratio:8.3f} x baseline "
+          f"(runs {', '.join(f'{t:.1f}' for t in runner)})")
+    print(f"  ... run_trial's own time (wall - data - fit - metrics): {own:.3f} s = "
+          f"{100 * own / base:.2f}% of the by-hand trial", flush=True)
+
+
+def full_grid() -> None:
+    """(4): the whole linreg_adult default grid, n_jobs=1 then 2, cold caches each."""
+    specs = expand(compose_config(["experiment=linreg_adult"]))
+    print(f"full linreg_adult default grid: {len(specs)} trials, n_jobs=1 then 2; expect "
+          "about 35 + 20 minutes on 2 idle cores", flush=True)
+    seconds = {}
+    for n_jobs in (1, 2):
+        jax.clear_caches()                  # n_jobs=1 runs in this process: start it cold
+        program_store._loaded.clear()
+        with tempfile.TemporaryDirectory() as d:
+            t0 = time.perf_counter()
+            run_local(specs, f"{d}/store", n_jobs=n_jobs, progress=False)
+            seconds[n_jobs] = time.perf_counter() - t0
+        print(f"full grid, n_jobs={n_jobs}: {seconds[n_jobs]:7.1f} s", flush=True)
+    print(f"full grid speed-up, 2 workers over 1: {seconds[1] / seconds[2]:.2f}x")
 
 
 if __name__ == "__main__":

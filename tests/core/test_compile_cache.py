@@ -1,9 +1,12 @@
-"""JAX's persistent compilation cache (dpbench/compile_cache.py): shared, and result-neutral.
+"""JAX's persistent compilation cache (dpbench/compile_cache.py) and the store of exported
+programs (dpbench/program_store.py): shared, and result-neutral.
 
-A small AIM fit runs in three fresh interpreters sharing one cache directory: the first
-compiles and fills the cache, the second must compile nothing (every program is loaded;
-counted from JAX's monitoring events, not timed), and a third with the cache switched
-off must compile again. All three must produce byte-identical models, charges and samples.
+A small AIM fit runs in fresh interpreters sharing one cache directory: the first
+compiles, exports and fills both, the second must compile nothing and trace nothing
+(every program is loaded; counted from JAX's monitoring events and the store's counts, not
+timed), a third with the caches switched off must compile again, and a fourth after every
+stored program was damaged must export again. All must produce byte-identical models,
+charges and samples.
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ import hashlib, json, sys
 import numpy as np
 from jax import monitoring
 sys.path.insert(0, {tests!r})
-events = {{"backend": 0, "hits": 0}}
+events = {{"backend": 0, "hits": 0, "traces": 0}}
 def on_duration(name, _dur, **_):
     if name == "/jax/core/compile/backend_compile_duration":   # a compile or a cache load
         events["backend"] += 1
+    if name == "/jax/core/compile/jaxpr_trace_duration":
+        events["traces"] += 1
 def on_event(name, **_):
     if name == "/jax/compilation_cache/cache_hits":
         events["hits"] += 1
@@ -39,6 +44,7 @@ from marginal_fixtures import discrete_data
 from dpbench.methods.marginals.aim import AIMSettings, run_aim
 from dpbench.methods.marginals.workloads import build_workload
 from dpbench.privacy import Accountant
+from dpbench import program_store
 dom = {{"x1": 3, "x2": 4, "x3": 2, "y": 5}}
 data = discrete_data(np.random.default_rng(0), 1500, dom, "y", categorical=("x2",))
 frame = data.discrete[list(dom)]
@@ -49,7 +55,8 @@ for t in m.tables:
     h.update(np.ascontiguousarray(t).tobytes())
 h.update(m.sample(300, np.random.default_rng(1)).to_numpy().tobytes())
 compiles = events["backend"] - events["hits"]
-print(json.dumps({{"compiles": compiles, "hits": events["hits"], "digest": h.hexdigest()}}))
+print(json.dumps({{"compiles": compiles, "hits": events["hits"], "traces": events["traces"],
+                  **program_store.stats, "digest": h.hexdigest()}}))
 """
 
 
@@ -68,13 +75,25 @@ def test_second_process_compiles_nothing_and_results_are_bit_identical(tmp_path)
     first = _fit(tmp_path, "on")
     assert first["compiles"] > 0
     assert any((tmp_path / "jax").iterdir())                  # programs were written
+    assert first["exported"] > 0 and first["loaded"] == 0
+    stored = sorted((tmp_path / "jax-export").iterdir())
+    assert len(stored) == first["exported"]
     second = _fit(tmp_path, "on")
     assert second["compiles"] == 0, second                    # every program was loaded
     assert second["hits"] >= first["compiles"]
+    # nothing traced again: one trace per program (the call of the loaded program) instead
+    # of the two of the first process (the function itself, then the call)
+    assert second["exported"] == 0 and second["loaded"] == first["exported"], second
+    assert second["traces"] == first["traces"] - first["exported"], (first, second)
     off = _fit(tmp_path / "unused", "off")
     assert off["compiles"] > 0 and off["hits"] == 0
+    assert off["exported"] == first["exported"] and off["loaded"] == 0
     assert not (tmp_path / "unused").exists()
-    assert first["digest"] == second["digest"] == off["digest"]
+    for path in stored:                                       # damaged: exported again
+        path.write_bytes(b"not a program")
+    damaged = _fit(tmp_path, "on")
+    assert damaged["exported"] == first["exported"] and damaged["loaded"] == 0, damaged
+    assert first["digest"] == second["digest"] == off["digest"] == damaged["digest"]
 
 
 def test_use_root_moves_the_cache_of_this_process(tmp_path, monkeypatch):

@@ -4,14 +4,15 @@ JAX must run in float64 before mbi is imported (mbi warns that float32 stalls
 estimation on large data). Compiled programs go to the persistent cache that
 dpbench/compile_cache.py configures (it was off here until 2026-11-23: AIM compiles
 one program per model structure, ~37% of a paper-settings fit, and a later process
-running the same fit now loads them instead).
+running the same fit now loads them instead), and the estimation programs themselves
+(traced and lowered) to dpbench/program_store.py, so a later process skips tracing too.
 """
 
 from __future__ import annotations
 
 import jax
 
-from dpbench import compile_cache  # noqa: E402
+from dpbench import compile_cache, program_store  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 compile_cache.configure()
@@ -78,7 +79,8 @@ def _fused_impl(estimator: Estimator, domain: mbi.Domain, loss_fn: object, known
     CPU) and steps in jitted blocks of 50. This traces the same three hooks
     (``_init``, ``_step``, ``_finalize``: the Estimator subclass interface) into a
     single program, compiled once per (structure, iters); the arithmetic is the
-    same, step for step.
+    same, step for step. :func:`_estimate` runs it through program_store.call, which
+    exports it once per structure for every later process.
     """
     state = estimator._init(domain, loss_fn, known_total, warm_start=warm_start)
     return estimator._finalize(_scan(estimator, state, loss_fn, known_total, iters),
@@ -93,9 +95,6 @@ def _scan(estimator: Estimator, state: object, loss_fn: object, known_total: obj
     return jax.lax.scan(step, state, None, length=iters)[0]
 
 
-_STATIC = ("estimator", "domain", "iters")
-_fused_fast = jax.jit(_fused_impl, static_argnames=_STATIC, compiler_options=FAST_COMPILE)
-_fused_opt = jax.jit(_fused_impl, static_argnames=_STATIC)
 _scan_fast = jax.jit(_scan, static_argnames=("estimator", "iters"), compiler_options=FAST_COMPILE)
 
 
@@ -139,8 +138,12 @@ def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[Linea
     known_total = minimum_variance_unbiased_total(measurements)
     loss_fn = marginal_loss.from_linear_measurements(measurements, domain)
     cells = model_size_mb(domain, loss_fn.cliques) * 2**20 / 8
-    fused = _fused_fast if cells * iters <= FAST_COMPILE_MAX_WORK else _fused_opt
-    return fused(estimator, domain, loss_fn, known_total, warm_start, _iters(iters))
+    iters = _iters(iters)
+    fast = cells * iters <= FAST_COMPILE_MAX_WORK
+    return program_store.call(
+        functools.partial(_fused_impl, estimator, domain, iters=iters),
+        (loss_fn, known_total, warm_start), static=repr((estimator, domain, iters)),
+        packages=("mbi", "optax"), compiler_options=FAST_COMPILE if fast else None)
 
 
 def estimate_mrf(domain: mbi.Domain, measurements: list[LinearMeasurement], *, iters: int,

@@ -1,0 +1,156 @@
+"""Traced JAX programs kept across processes (``jax.export``), next to the compile cache.
+
+JAX's persistent compilation cache (compile_cache.py) skips only the XLA backend compile:
+before it can look a program up, every process traces the Python function to a jaxpr and
+lowers it to StableHLO, and for AIM's small fits that is about 40% of a later process's
+run (one program per model structure; README, Speed). :func:`call` skips those two steps
+too: the first process that runs a program exports it (the lowered StableHLO, serialised
+with ``jax.export``) to ``<cache_root>/jax-export/<key>``; any later process with the same
+key deserialises it and calls it. The key is a sha256 of the program's description (the
+caller's static arguments, the argument tree and every leaf's shape and dtype, the
+compiler options, jax's version and x64 flag).
+
+Results do not depend on the store: every call, in the first process or a later one, runs
+the *exported* program (the first process exports, then calls what it exported), so
+with or without the store, and before or after a reload, the same StableHLO is compiled
+with the same options (tests/core/test_compile_cache.py checks bit-identity). The store is
+switched with the compile cache (``DPBENCH_JAX_CACHE=off`` turns both off; then the
+program is exported in memory only, still called the same way).
+
+A description that cannot be keyed across processes (a repr holding an object address,
+e.g. a lambda) is exported in memory only. The output tree (mbi's dataclasses) is stored
+with pickle next to the program: the store holds what this user's own runs wrote.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import inspect
+import os
+import pickle
+import re
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+from jax import export
+
+from dpbench import compile_cache
+
+#: bump when the file format or what goes into the key changes
+FORMAT = 1
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+_loaded: dict[str, tuple[Callable[..., Any], Any]] = {}
+stats = {"exported": 0, "loaded": 0}     # this process's counts (tests and benchmarks read them)
+
+
+def store_dir() -> Path:
+    """``<cache_root>/jax-export`` (compile_cache.cache_root: the runner's results cache)."""
+    return compile_cache.cache_root() / "jax-export"
+
+
+@functools.cache
+def code_fingerprint(module: str, packages: tuple[str, ...]) -> str:
+    """sha256 of ``module``'s source and every .py file of ``packages`` (e.g. mbi), so an
+    edited or upgraded library never meets a program exported from its old code."""
+    h = hashlib.sha256()
+    files = [Path(inspect.getfile(importlib.import_module(module)))]
+    for name in packages:
+        pkg = importlib.import_module(name)
+        files += sorted(Path(pkg.__file__).parent.rglob("*.py"))
+    for f in files:
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _describe(static: str, in_tree: object, leaves: list[Any],
+              options: Mapping[str, object] | None) -> tuple[str, bool]:
+    """(description, whether it is the same in every process)."""
+    shapes = [(tuple(jax.numpy.shape(x)), str(jax.numpy.result_type(x)),
+               bool(getattr(x, "weak_type", isinstance(x, (int, float))))) for x in leaves]
+    text = repr((FORMAT, jax.__version__, bool(jax.config.jax_enable_x64), static, str(in_tree),
+                 shapes, sorted((options or {}).items())))
+    stable = "<lambda>" not in text and "<locals>" not in text
+    return _ADDRESS.sub("", text), stable
+
+
+def call(fn: Callable[..., Any], args: tuple[Any, ...], *, static: str,
+         packages: tuple[str, ...] = (),
+         compiler_options: Mapping[str, object] | None = None) -> Any:
+    """``fn(*args)`` as one compiled program, traced once across processes.
+
+    ``fn`` must be a pure JAX function of the pytree ``args`` whose other inputs are all
+    described by ``static`` (e.g. the repr of the static arguments it closes over): two
+    calls with equal ``static``, argument tree, shapes and dtypes must mean the same
+    program. The key also holds the source of ``fn``'s module and of ``packages`` (the
+    libraries ``fn`` calls), so editing either never reuses an old program.
+    ``compiler_options`` are XLA options for the compile.
+    """
+    leaves, in_tree = jax.tree_util.tree_flatten(args)
+    base = fn.func if isinstance(fn, functools.partial) else fn
+    code = code_fingerprint(base.__module__, tuple(packages))
+    text, stable = _describe(f"{base.__module__}.{base.__qualname__}:{code}:{static}", in_tree,
+                             leaves, compiler_options)
+    key = hashlib.sha256(text.encode()).hexdigest()[:32]
+    entry = _loaded.get(key)
+    if entry is None:
+        path = store_dir() / key if stable and compile_cache.enabled() else None
+        entry = _read(path) if path is not None else None
+        if entry is None:
+            entry = _export(fn, in_tree, leaves)
+            if path is not None:
+                _write(path, entry)
+        else:
+            stats["loaded"] += 1
+        exported, out_tree = entry
+        entry = (jax.jit(exported.call, compiler_options=dict(compiler_options or {})),
+                 out_tree)
+        _loaded[key] = entry
+    run, out_tree = entry
+    return jax.tree_util.tree_unflatten(out_tree, run(*leaves))
+
+
+def _export(fn: Callable[..., Any], in_tree: object, leaves: list[Any]) -> tuple[Any, Any]:
+    trees: list[object] = []
+
+    def flat(*xs: Any) -> list[Any]:
+        out, out_tree = jax.tree_util.tree_flatten(fn(*jax.tree_util.tree_unflatten(in_tree, xs)))
+        trees.append(out_tree)
+        return out
+
+    exported = export.export(jax.jit(flat))(*leaves)
+    stats["exported"] += 1
+    return exported, trees[-1]
+
+
+def _read(path: Path) -> tuple[Any, Any] | None:
+    """(Exported, output tree) from the store, or None when absent or unreadable."""
+    try:
+        blob = path.read_bytes()
+        program, out_tree = pickle.loads(blob)
+        return export.deserialize(bytearray(program)), out_tree
+    except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError,
+            ImportError, IndexError):
+        return None
+
+
+def _write(path: Path, entry: tuple[Any, Any]) -> None:
+    """Write atomically (a crash leaves the old file or none, never half a file)."""
+    exported, out_tree = entry
+    try:
+        blob = pickle.dumps((bytes(exported.serialize()), out_tree))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(blob)
+        os.replace(tmp, path)
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        pass       # not stored: a later process traces again, results are the same
+
+
+__all__ = ["call", "stats", "store_dir"]
