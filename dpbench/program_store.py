@@ -28,6 +28,7 @@ import functools
 import hashlib
 import importlib
 import inspect
+import logging
 import os
 import pickle
 import re
@@ -44,6 +45,7 @@ from dpbench import compile_cache
 #: bump when the file format or what goes into the key changes
 FORMAT = 1
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+log = logging.getLogger(__name__)
 
 _loaded: dict[str, tuple[Callable[..., Any], Any]] = {}
 stats = {"exported": 0, "loaded": 0}     # this process's counts (tests and benchmarks read them)
@@ -102,7 +104,14 @@ def call(fn: Callable[..., Any], args: tuple[Any, ...], *, static: str,
         path = store_dir() / key if stable and compile_cache.enabled() else None
         entry = _read(path) if path is not None else None
         if entry is None:
-            entry = _export(fn, in_tree, leaves)
+            try:
+                entry = _export(fn, in_tree, leaves)
+            except Exception as exc:   # not exportable (e.g. a host callback): plain jit,
+                log.warning("program_store: %s not exported (%s); traced in every process",
+                            base.__qualname__, exc)   # the same program in every process
+                _loaded[key] = (jax.jit(fn, compiler_options=dict(compiler_options or {})),
+                                None)
+                return _loaded[key][0](*args)
             if path is not None:
                 _write(path, entry)
         else:
@@ -112,7 +121,15 @@ def call(fn: Callable[..., Any], args: tuple[Any, ...], *, static: str,
                  out_tree)
         _loaded[key] = entry
     run, out_tree = entry
+    if out_tree is None:                                    # the plain-jit fallback
+        return run(*args)
     return jax.tree_util.tree_unflatten(out_tree, run(*leaves))
+
+
+def forget() -> None:
+    """Drop this process's loaded programs (they stay in the store; e.g. when JAX's caches
+    are cleared to free memory, marginals/_mbi.release_compiled_programs_if_needed)."""
+    _loaded.clear()
 
 
 def _export(fn: Callable[..., Any], in_tree: object, leaves: list[Any]) -> tuple[Any, Any]:
@@ -153,4 +170,4 @@ def _write(path: Path, entry: tuple[Any, Any]) -> None:
         pass       # not stored: a later process traces again, results are the same
 
 
-__all__ = ["call", "stats", "store_dir"]
+__all__ = ["call", "forget", "stats", "store_dir"]

@@ -11,11 +11,13 @@ Not a test: run by hand, e.g.
 Prints one row per run: rounds, annealed rounds, measured cliques, final model
 size, total seconds, seconds in estimation, in candidate selection, and in JAX
 compilation (tracing + lowering + XLA backend compile or persistent-cache load, from
-jax.monitoring), how many programs were compiled and how many loaded from the persistent
-cache (dpbench/compile_cache.py; ``DPBENCH_CACHE_DIR`` picks its root, e.g. a fresh
-directory for a cold start; ``DPBENCH_JAX_CACHE=off`` disables it), the mean / max
-seconds per round, and a digest of the fit (measured cliques, charges, model tables):
-equal digests mean identical fits, e.g. before and after a change.
+jax.monitoring; then each of the three), how many programs were compiled and how many
+loaded from the persistent cache, how many estimation programs were exported and how many
+loaded from the program store (dpbench/compile_cache.py, program_store.py;
+``DPBENCH_CACHE_DIR`` picks its root, e.g. a fresh directory for a cold start;
+``DPBENCH_JAX_CACHE=off`` disables both), the mean / max seconds per round, and a digest
+of the fit (measured cliques, charges, model tables): equal digests mean identical fits,
+e.g. before and after a change.
 
 Compile time in a later process: run the same command twice with one cache directory.
 Like the ``dpbench`` command, the script re-executes itself with ``PYTHONHASHSEED=0`` when
@@ -47,6 +49,7 @@ compile_cache.reexec_with_hash_seed()
 
 from jax import monitoring  # noqa: E402
 
+from dpbench import program_store  # noqa: E402
 from dpbench.methods.marginals.aim import AIMSettings, run_aim  # noqa: E402
 from dpbench.methods.marginals.release import AIM_PARAMS  # noqa: E402
 from dpbench.methods.marginals.workloads import build_workload  # noqa: E402
@@ -124,11 +127,12 @@ def main() -> None:
           f"workload {args.workload} ({len(workload)} cliques), settings {settings}, JAX cache "
           f"{compile_cache.jax_cache_dir() if compile_cache.enabled() else 'off'}")
     header = ("eps", "rounds", "annealed", "cliques", "model_MB", "total_s", "estim_s",
-              "select_s", "jax_compile_s", "compiled", "loaded", "round_mean_s", "round_max_s",
-              "digest")
+              "select_s", "jax_compile_s", "trace_s", "lower_s", "backend_s", "compiled",
+              "loaded", "exported", "export_loaded", "round_mean_s", "round_max_s", "digest")
     print(" | ".join(header))
     for eps in args.eps:
         compile_s.clear()
+        exported, loaded = program_store.stats["exported"], program_store.stats["loaded"]
         acc = Accountant(eps, args.delta, "zcdp")
         t0 = time.perf_counter()
         model = run_aim(frame, sizes, workload, acc, np.random.default_rng(args.seed),
@@ -140,7 +144,9 @@ def main() -> None:
                round(info["model_size_mb"], 2), round(total, 1),
                round(info["seconds_estimation"], 1), round(info["seconds_selection"], 1),
                round(sum(compile_s[e] for e in COMPILE_EVENTS), 1),
+               *(round(compile_s[e], 2) for e in reversed(COMPILE_EVENTS)),
                compile_s[BACKEND + ":n"] - compile_s["hits"], compile_s["hits"],
+               program_store.stats["exported"] - exported, program_store.stats["loaded"] - loaded,
                round(float(np.mean(per_round)), 2), round(float(np.max(per_round)), 2),
                fit_digest(model))
         print(" | ".join(str(x) for x in row), flush=True)

@@ -80,3 +80,13 @@ def test_the_code_fingerprint_follows_the_source(tmp_path, monkeypatch):
     finally:
         program_store.code_fingerprint.cache_clear()
         sys.modules.pop("fp_pkg", None)
+
+
+def test_a_program_that_cannot_be_exported_still_runs(store, monkeypatch):
+    def refuse(*_: object) -> None:
+        raise ValueError("cannot export")
+
+    monkeypatch.setattr(program_store, "_export", refuse)
+    np.testing.assert_array_equal(_call(2.0, np.arange(3.0), np.ones(3)), 2.0 * np.arange(3.0) + 1)
+    np.testing.assert_array_equal(_call(2.0, np.ones(3), np.ones(3)), np.full(3, 3.0))
+    assert not store.exists()

@@ -234,6 +234,9 @@ def test_compiled_programs_are_released_near_the_map_count_limit(monkeypatch):
     monkeypatch.setattr(_mbi, "MAP_COUNT_SHARE", 1e-9)
     cleared = []
     monkeypatch.setattr(jax, "clear_caches", lambda: cleared.append(1))
+    from dpbench import program_store
+    monkeypatch.setattr(program_store, "_loaded", {"key": ("program", "tree")})
     assert _mbi.release_compiled_programs_if_needed() is True and cleared
+    assert program_store._loaded == {}              # exported programs are let go too
     monkeypatch.setattr(_mbi, "MAP_COUNT_SHARE", 1.0)
     assert _mbi.release_compiled_programs_if_needed() is False

@@ -128,6 +128,7 @@ def release_compiled_programs_if_needed() -> bool:
     if count <= MAP_COUNT_SHARE * MAP_COUNT_LIMIT:
         return False
     jax.clear_caches()
+    program_store.forget()
     gc.collect()
     return True
 
