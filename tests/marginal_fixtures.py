@@ -35,3 +35,22 @@ def tabular(frame: pd.DataFrame, domain: dict[str, int], target: str,
                        y_bound=float(np.max(np.abs(enc.target_values))),
                        feature_names=enc.columns, target=target, discrete=frame,
                        domain=domain, encoding=enc)
+
+
+def mrf_joint(attrs: list[str], sizes: dict[str, int], cliques: list[tuple[str, ...]],
+              tables: list[np.ndarray], total: float) -> np.ndarray:
+    """The explicit joint (counts summing to ``total``) of the MRF sum_c tables[c]."""
+    logp = np.zeros([sizes[a] for a in attrs])
+    for cl, t in zip(cliques, tables, strict=True):
+        shape = [sizes[a] if a in cl else 1 for a in attrs]
+        order = [a for a in attrs if a in cl]
+        logp = logp + np.transpose(t, [cl.index(a) for a in order]).reshape(shape)
+    p = np.exp(logp - logp[np.isfinite(logp)].max())
+    return p * total / p.sum()
+
+
+def brute_marginal(p: np.ndarray, attrs: list[str], query: tuple[str, ...]) -> np.ndarray:
+    """``query``'s marginal (axes in query order) by summing the explicit joint ``p``."""
+    axes = tuple(i for i, a in enumerate(attrs) if a not in query)
+    kept = [a for a in attrs if a in query]
+    return np.transpose(p.sum(axis=axes), [kept.index(a) for a in query])

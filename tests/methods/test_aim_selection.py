@@ -4,9 +4,9 @@
   ``hypothetical_model_size`` one by one, exactly, on random domains and clique sets
   (trees, uncovered attributes, domains too large for int64 cell counts);
 - the candidate set C_t is the one the one-by-one filter gives;
-- bulk scores (all candidates' marginals at once, stacked L1 errors) equal the scores
-  computed one candidate at a time to 1e-9 on random models, and bit for bit given the
-  same model marginals.
+- bulk scores (all candidates' marginals at once, 2- to 4-way, stacked L1 errors) equal the
+  scores computed one candidate at a time from the model's explicit joint to 1e-9 on
+  random models, and bit for bit given the same model marginals.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 import pytest
+from marginal_fixtures import brute_marginal, mrf_joint
 
 from dpbench.methods.marginals import _mbi
 from dpbench.methods.marginals.aim import _small_candidates, candidate_scores
@@ -71,15 +72,20 @@ def test_candidate_filter_equals_one_by_one():
         assert _small_candidates(dom, cands, measured, limit) == ref
 
 
-def _one_by_one(model, cands, answers, weights, sizes, sigma):
+def _one_by_one(p, attrs, cands, answers, weights, sizes, sigma):
+    """Each candidate's score from its marginal of the explicit joint ``p``, one at a time."""
     return np.array([
-        weights[c] * (np.abs(answers[c] - model.marginal(c).ravel()).sum()
+        weights[c] * (np.abs(answers[c] - brute_marginal(p, attrs, c).ravel()).sum()
                       - math.sqrt(2 / math.pi) * sigma * clique_size(c, sizes))
         for c in cands])
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_bulk_scores_equal_one_by_one_scores(seed):
+@pytest.mark.parametrize("k", [3, 4])
+def test_bulk_scores_equal_one_by_one_scores(seed, k):
+    """Bulk selection (all candidates' model marginals in one call, parts shared, stacked L1
+    errors) against each candidate's score from the model's explicit joint, on random
+    models with several cliques and tree components; k = 4 is the excess-risk workload."""
     rng = np.random.default_rng(100 + seed)
     attrs = [f"a{i}" for i in range(7)]
     sizes = {a: int(rng.integers(2, 6)) for a in attrs}
@@ -87,16 +93,21 @@ def test_bulk_scores_equal_one_by_one_scores(seed):
     cliques = list(dict.fromkeys(cliques))
     tables = [rng.normal(scale=1.5, size=[sizes[a] for a in c]) for c in cliques]
     model = MarginalModel(tuple(attrs), sizes, "mrf", 500.0, cliques=cliques, tables=tables)
-    workload = all_kway(attrs, 3)
+    p = mrf_joint(attrs, sizes, cliques, tables, 500.0)
+    workload = all_kway(attrs, k)
     weights = workload_weights(workload, attrs)
     cands = list(weights)
+    assert max(map(len, cands)) == k
     answers = {c: rng.poisson(20.0, size=clique_size(c, sizes)).astype(float) for c in cands}
     sigma = float(rng.uniform(0.5, 5.0))
-    bulk = candidate_scores(cands, answers, model.marginals(cands), weights, sizes, sigma)
-    np.testing.assert_allclose(bulk, _one_by_one(model, cands, answers, weights, sizes, sigma),
-                               rtol=1e-9, atol=1e-9)
-    # given the same marginals, the stacked arithmetic is the one-by-one expression exactly
     est = model.marginals(cands)
+    bulk = candidate_scores(cands, answers, est, weights, sizes, sigma)
+    np.testing.assert_allclose(bulk, _one_by_one(p, attrs, cands, answers, weights, sizes, sigma),
+                               rtol=1e-9, atol=1e-9)
+    # one query at a time through the model gives the same marginals
+    for c in cands:
+        np.testing.assert_allclose(model.marginal(c), est[c], rtol=1e-12, atol=1e-12)
+    # given the same marginals, the stacked arithmetic is the one-by-one expression exactly
     exact = np.array([weights[c] * (np.abs(answers[c] - est[c].ravel()).sum()
                                     - math.sqrt(2 / math.pi) * sigma * clique_size(c, sizes))
                       for c in cands])

@@ -12,27 +12,12 @@ import itertools
 
 import numpy as np
 import pytest
+from marginal_fixtures import brute_marginal, mrf_joint
 
 from dpbench.methods.marginals.junction import CalibratedTree
 from dpbench.methods.marginals.model import MarginalModel
 
 TOTAL = 250.0
-
-
-def _joint(attrs, sizes, cliques, tables):
-    logp = np.zeros([sizes[a] for a in attrs])
-    for cl, t in zip(cliques, tables, strict=True):
-        shape = [sizes[a] if a in cl else 1 for a in attrs]
-        order = [a for a in attrs if a in cl]
-        logp = logp + np.transpose(t, [cl.index(a) for a in order]).reshape(shape)
-    p = np.exp(logp - logp[np.isfinite(logp)].max())
-    return p * TOTAL / p.sum()
-
-
-def _brute(p, attrs, query):
-    axes = tuple(i for i, a in enumerate(attrs) if a not in query)
-    kept = [a for a in attrs if a in query]
-    return np.transpose(p.sum(axis=axes), [kept.index(a) for a in query])
 
 
 MODELS = {
@@ -60,26 +45,45 @@ def test_every_kway_marginal_matches_brute_force(name, k):
     attrs, sizes, cliques, tables = _model(name, seed=k)
     tree = CalibratedTree(sizes, attrs, cliques, tables, total=TOTAL)
     assert len(tree.cliques) >= 3
-    p = _joint(attrs, sizes, cliques, tables)
+    p = mrf_joint(attrs, sizes, cliques, tables, TOTAL)
     spanning = 0
     for query in itertools.combinations(attrs, k):
         query = tuple(np.random.default_rng(len(query)).permutation(query))  # any axis order
         spanning += not any(set(query) <= set(c) for c in tree.cliques)
-        np.testing.assert_allclose(tree.marginal(query), _brute(p, attrs, query),
+        np.testing.assert_allclose(tree.marginal(query), brute_marginal(p, attrs, query),
                                    rtol=1e-10, atol=1e-12)
     assert spanning > 0          # the test exercises out-of-clique marginals
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_all_marginals_at_once_match_brute_force(name):
+    """Every 1- to 4-way query in one ``marginals`` call (parts shared across queries, the
+    path AIM's selection takes) equals the explicit joint's marginal."""
+    attrs, sizes, cliques, tables = _model(name, seed=21)
+    tree = CalibratedTree(sizes, attrs, cliques, tables, total=TOTAL)
+    p = mrf_joint(attrs, sizes, cliques, tables, TOTAL)
+    rng = np.random.default_rng(0)
+    queries = [tuple(rng.permutation(q)) for k in (1, 2, 3, 4)
+               for q in itertools.combinations(attrs, k)]
+    got = tree.marginals(queries)
+    assert list(got) == queries
+    for q in queries:
+        np.testing.assert_allclose(got[q], brute_marginal(p, attrs, q), rtol=1e-10, atol=1e-12)
+    model = MarginalModel(tuple(attrs), sizes, "mrf", TOTAL, cliques=cliques, tables=tables)
+    via_model = model.marginals(queries)            # pairs by traversal, the rest as above
+    for q in queries:
+        np.testing.assert_allclose(via_model[q], got[q], rtol=1e-10, atol=1e-12)
 
 
 def test_spanning_marginal_covers_three_or_more_cliques():
     attrs, sizes, cliques, tables = _model("chain", seed=7)
     tree = CalibratedTree(sizes, attrs, cliques, tables, total=TOTAL)
     query = ("a", "c", "f")
-    comp = tree._components()[0]
+    comp = tree._comps[0]
     nodes, _ = tree._steiner(query, comp)
     assert len(nodes) == 5                  # a..f sit at both ends of the chain
-    np.testing.assert_allclose(tree.marginal(query),
-                               _brute(_joint(attrs, sizes, cliques, tables), attrs, query),
-                               rtol=1e-10)
+    p = mrf_joint(attrs, sizes, cliques, tables, TOTAL)
+    np.testing.assert_allclose(tree.marginal(query), brute_marginal(p, attrs, query), rtol=1e-10)
 
 
 def test_zero_probability_cells_give_exact_zeros():
@@ -87,10 +91,10 @@ def test_zero_probability_cells_give_exact_zeros():
     tables[2] = tables[2].copy()
     tables[2][0, :] = -1000.0               # c = 0: beliefs underflow to exactly 0
     tree = CalibratedTree(sizes, attrs, cliques, tables, total=TOTAL)
-    p = _joint(attrs, sizes, cliques, tables)
+    p = mrf_joint(attrs, sizes, cliques, tables, TOTAL)
     m = tree.marginal(("a", "c", "e"))
     assert np.all(m[:, 0, :] == 0)
-    np.testing.assert_allclose(m, _brute(p, attrs, ("a", "c", "e")), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(m, brute_marginal(p, attrs, ("a", "c", "e")), rtol=1e-10, atol=1e-12)
 
 
 def test_pairs_by_traversal_agree_with_elimination():
@@ -98,18 +102,18 @@ def test_pairs_by_traversal_agree_with_elimination():
     tree = CalibratedTree(sizes, attrs, cliques, tables, total=TOTAL)
     pairs = tree.pairs_from("a", attrs)
     for b, m in pairs.items():
-        comp = tree._components()[0]
+        comp = tree._comps[0]
         np.testing.assert_allclose(m, tree._eliminate(("a", b), comp), rtol=1e-10, atol=1e-12)
 
 
 def test_model_marginals_answer_4way_queries_on_the_original_domain():
     attrs, sizes, cliques, tables = _model("branching", seed=5)
     model = MarginalModel(tuple(attrs), sizes, "mrf", TOTAL, cliques=cliques, tables=tables)
-    p = _joint(attrs, sizes, cliques, tables)
+    p = mrf_joint(attrs, sizes, cliques, tables, TOTAL)
     queries = [("a", "d", "g", "h"), ("h", "e"), ("b", "f", "d")]
     got = model.marginals(queries)
     for q in queries:
-        np.testing.assert_allclose(got[q], _brute(p, attrs, q), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(got[q], brute_marginal(p, attrs, q), rtol=1e-10, atol=1e-12)
 
 
 def test_bad_queries_are_refused_in_one_line():

@@ -17,6 +17,12 @@ in log space) and every marginal is read off it:
   marginal is one ``einsum`` of those tables (numpy picks the contraction order);
   attributes in different tree components are independent (outer product).
 
+``CalibratedTree.marginals`` answers many queries at once (AIM's candidates each round):
+a query's part in each tree component is computed once and shared by every query with
+that part, so the thousands of 3- and 4-way candidates of a young model (many components)
+cost a few eliminations and outer products rather than one elimination per component per
+candidate.
+
 The tree structure comes from mbi's own junction-tree builder, so model-size
 limits and this inference agree on the cliques.
 """
@@ -85,13 +91,17 @@ class CalibratedTree:
         for cl, tab in zip(cliques, log_tables, strict=True):
             host = next(c for c in self.cliques if set(cl) <= set(c))
             log_psi[host] = log_psi[host] + Table(cl, tab).aligned(host)
+        self._comps = self._components()
         self.beliefs = self._calibrate(log_psi)
         self._conditionals: dict[tuple[Clique, Clique], np.ndarray] = {}
+        self._comp_of = {a: i for i, comp in enumerate(self._comps) for c in comp for a in c}
+        self._holding: dict[str, frozenset[int]] = {
+            a: frozenset(i for i, c in enumerate(self.cliques) if a in c) for a in self.attributes}
 
     # -- calibration --------------------------------------------------------------------
     def _calibrate(self, log_psi: dict[Clique, np.ndarray]) -> dict[Clique, Table]:
         beliefs: dict[Clique, Table] = {}
-        for comp in self._components():
+        for comp in self._comps:
             root = comp[0]
             order = list(nx.dfs_preorder_nodes(self.tree, root))
             parent = {root: None, **{v: u for u, v in nx.dfs_edges(self.tree, root)}}
@@ -130,27 +140,56 @@ class CalibratedTree:
     # -- queries ----------------------------------------------------------------------------
     def marginal(self, clique: Sequence[str]) -> np.ndarray:
         """Model counts over any ``clique`` of attributes (axes in the given order)."""
-        clique = tuple(clique)
+        return self.marginals([clique])[tuple(clique)]
+
+    def marginals(self, queries: Sequence[Sequence[str]]) -> dict[Clique, np.ndarray]:
+        """Model counts over every query at once (AIM's candidates, each round).
+
+        A query inside one tree clique is a sum of that clique's belief. Any other query is
+        split by tree component; each part (the query's attributes in one component) is
+        computed once, inside a clique or by elimination, and shared by every query with the
+        same part, and the parts of independent components are multiplied.
+        """
+        parts: dict[Clique, Table] = {}
+        out: dict[Clique, np.ndarray] = {}
+        for q in map(tuple, queries):
+            if q not in out:
+                self.check(q)
+                out[q] = self._answer(q, parts)
+        return out
+
+    def check(self, clique: Clique) -> None:
+        """Refuse, in one line, a query that repeats or names an unknown attribute."""
         if len(set(clique)) != len(clique):
             raise ValueError(f"marginal {clique} repeats an attribute")
         unknown = [a for a in clique if a not in self.sizes]
         if unknown:
             raise ValueError(f"marginal {clique}: unknown attributes {unknown}; "
                              f"valid: {', '.join(self.attributes)}")
-        host = next((c for c in self.cliques if set(clique) <= set(c)), None)
+
+    def host(self, query: Clique) -> Clique | None:
+        """The first tree clique holding every attribute of ``query``, if any."""
+        common = frozenset.intersection(*(self._holding[a] for a in query))
+        return self.cliques[min(common)] if common else None
+
+    def _answer(self, query: Clique, parts: dict[Clique, Table]) -> np.ndarray:
+        host = self.host(query)
         if host is not None:
-            return self.beliefs[host].sum_to(clique).values
-        parts = []
-        for comp in self._components():
-            attrs = {a for c in comp for a in c}
-            sub = tuple(a for a in clique if a in attrs)
-            if sub:
-                parts.append(Table(sub, self._eliminate(sub, comp)))
-        out = parts[0]
-        for t in parts[1:]:                      # independent tree components
-            attrs = (*out.attrs, *t.attrs)
-            out = Table(attrs, out.aligned(attrs) * t.aligned(attrs) / self.total)
-        return out.sum_to(clique).values
+            return self.beliefs[host].sum_to(query).values
+        by_comp: dict[int, list[str]] = {}
+        for a in query:
+            by_comp.setdefault(self._comp_of[a], []).append(a)
+        out: Table | None = None
+        for i in sorted(by_comp):
+            sub = tuple(by_comp[i])
+            if sub not in parts:
+                h = self.host(sub)
+                parts[sub] = (self.beliefs[h].sum_to(sub) if h is not None
+                              else Table(sub, self._eliminate(sub, self._comps[i])))
+            t = parts[sub]
+            out = t if out is None else Table(           # independent tree components
+                (*out.attrs, *t.attrs), np.multiply.outer(out.values, t.values / self.total))
+        return out.sum_to(query).values
 
     def _eliminate(self, query: Clique, comp: Sequence[Clique]) -> np.ndarray:
         """Counts over ``query`` (all in one tree component) by variable elimination on a
@@ -247,7 +286,7 @@ def sample_rounded(tree: CalibratedTree, rows: int, rng: np.random.Generator
     is floor plus the remainder drawn without replacement by fractional part.
     """
     out: dict[str, np.ndarray] = {}
-    for comp in tree._components():
+    for comp in tree._comps:
         root = comp[0]
         order = [root, *[v for _, v in nx.bfs_edges(tree.tree, root)]]
         parent = {v: u for u, v in nx.bfs_edges(tree.tree, root)}

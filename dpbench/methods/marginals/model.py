@@ -90,23 +90,25 @@ class MarginalModel:
         return self._expand(clique, self._model_marginal(clique))
 
     def marginals(self, cliques: Sequence[Sequence[str]]) -> dict[Clique, np.ndarray]:
-        """Many marginals at once; pairs share one tree traversal per first attribute."""
-        out: dict[Clique, np.ndarray] = {}
+        """Many marginals at once: pairs share one tree traversal per first attribute, other
+        queries share their per-component parts (``CalibratedTree.marginals``)."""
+        queries = [tuple(cl) for cl in cliques]
+        if self.kind != "mrf":
+            return {q: self.marginal(q) for q in queries}
+        tree = self._tree
         by_first: dict[str, list[str]] = {}
-        for cl in cliques:
-            cl = tuple(cl)
-            if self.kind == "mrf" and len(cl) == 2 and not self._in_tree_clique(cl):
+        rest: list[Clique] = []
+        for cl in queries:
+            tree.check(cl)
+            if len(cl) == 2 and tree.host(cl) is None:
                 by_first.setdefault(cl[0], []).append(cl[1])
             else:
-                out[cl] = self.marginal(cl)
+                rest.append(cl)
+        out = {cl: self._expand(cl, m) for cl, m in tree.marginals(rest).items()}
         for a in sorted(by_first, key=self.attributes.index):
-            pairs = self._tree.pairs_from(a, by_first[a])
-            for b, m in pairs.items():
+            for b, m in tree.pairs_from(a, by_first[a]).items():
                 out[(a, b)] = self._expand((a, b), m)
-        return {tuple(cl): out[tuple(cl)] for cl in cliques}
-
-    def _in_tree_clique(self, cl: Clique) -> bool:
-        return any(set(cl) <= set(c) for c in self._tree.cliques)
+        return {q: out[q] for q in queries}
 
     def _model_marginal(self, clique: Clique) -> np.ndarray:
         if self.kind == "mrf":
