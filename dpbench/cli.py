@@ -551,7 +551,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     As the command (``argv`` None) it first re-executes itself with ``PYTHONHASHSEED=0``
     when the variable is unset (compile_cache.reexec_with_hash_seed: same pid, exit status
     and streams), so trials run in this process and in its workers and SLURM tasks find
-    the compiled JAX programs of other processes; a user-set ``PYTHONHASHSEED`` is kept."""
+    the compiled JAX programs of other processes; a user-set ``PYTHONHASHSEED`` is kept.
+    It also runs XLA on one thread unless ``NPROC`` is set (compile_cache.pin_xla_threads):
+    results independent of the worker and core count, one core per worker."""
+    compile_cache.pin_xla_threads()      # before any JAX computation; workers inherit it
     if argv is None:
         compile_cache.reexec_with_hash_seed()
     parser = argparse.ArgumentParser(prog="dpbench", description=__doc__.splitlines()[0])

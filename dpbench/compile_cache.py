@@ -21,6 +21,16 @@ the user set ``PYTHONHASHSEED``: the ``dpbench`` command re-executes itself once
 (:func:`reexec_with_hash_seed`), and :func:`pin_hash_seed` puts it in the environment that
 loky workers and SLURM tasks inherit.
 
+XLA's CPU runtime splits a large reduction across its thread pool, whose size is the
+number of cores the process may use, so the same fit gives results that differ in the
+last bits with 1 and 2 cores (AIM's default-profile fit on Adult: different digests), and
+two workers on two cores each run a 2-thread pool and slow each other down. So every
+process that runs trials runs XLA on :data:`XLA_THREADS` thread(s), as BLAS
+(``threadpool_limits`` in ``execute.run_trial``), unless the user set ``NPROC``, the
+variable XLA's CPU client reads for its pool size (:func:`pin_xla_threads`): results are
+then the same whatever the worker count or the machine's core count, and n workers use
+n cores.
+
 This module imports JAX only when JAX is already loaded or a method asks for it
 (:func:`configure`), so the runner stays light.
 """
@@ -85,6 +95,19 @@ def use_root(root: str | Path) -> None:
     os.environ[ROOT_ENV] = str(Path(root).resolve())
     if "jax" in sys.modules:
         configure()
+
+
+XLA_THREADS_ENV = "NPROC"
+#: XLA's CPU thread-pool size in every process that runs trials unless the user set NPROC
+XLA_THREADS = "1"
+
+
+def pin_xla_threads() -> str:
+    """Put ``NPROC`` = :data:`XLA_THREADS` in this process's environment unless the user set
+    it; return the value this process and those started from it (workers, SLURM tasks) run
+    XLA with. XLA reads it when the process's first JAX computation creates its CPU client,
+    so call this before any."""
+    return os.environ.setdefault(XLA_THREADS_ENV, XLA_THREADS)
 
 
 def pin_hash_seed() -> str:

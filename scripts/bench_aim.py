@@ -22,7 +22,8 @@ e.g. before and after a change.
 Compile time in a later process: run the same command twice with one cache directory.
 Like the ``dpbench`` command, the script re-executes itself with ``PYTHONHASHSEED=0`` when
 the variable is unset (compile_cache.reexec_with_hash_seed); set it to ``random`` (or two
-different values) to measure processes with different hash seeds.
+different values) to measure processes with different hash seeds. It also runs XLA on one
+thread, as trials do, unless ``NPROC`` is set.
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ sys.path.insert(0, str(ROOT))
 
 from dpbench import compile_cache  # noqa: E402
 
-# like the dpbench command: PYTHONHASHSEED=0 unless set (one hash seed, so a later process
-# finds the compiled programs; PYTHONHASHSEED=random measures a process without it)
+# like the dpbench command: XLA on one thread unless NPROC is set (NPROC=2 measures a
+# 2-thread fit), PYTHONHASHSEED=0 unless set (one hash seed, so a later process finds the
+# compiled programs; PYTHONHASHSEED=random measures a process without it)
+compile_cache.pin_xla_threads()
 compile_cache.reexec_with_hash_seed()
 
 from jax import monitoring  # noqa: E402

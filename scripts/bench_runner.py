@@ -10,8 +10,12 @@
     never serves the fit.
 (3) The linreg_adult data-independent grid (public, ssp, adassp) with n_jobs=1 vs 2.
 (4) With ``--full-grid``: the whole linreg_adult default grid (175 trials, AIM in most
-    cells) with n_jobs=1 and then 2, each in a fresh results directory (cold caches, as a
-    first run). About 35 + 20 minutes on 2 idle cores; the script says so before it starts.
+    cells), each run in a fresh process and a fresh results directory (cold caches, as a
+    first run): 1 worker and 2 workers with one XLA thread per process (what ``dpbench run``
+    does), then 1 worker with 2 XLA threads (``NPROC=2``: one trial process using both
+    cores, what a run did before XLA was pinned); wall time and the cores used (CPU time
+    of the run's processes over its wall time). About 25 + 15 + 25 minutes on 2 idle
+    cores; the script says so before it starts.
 
 Run: python scripts/bench_runner.py [--repeats 5] [--full-grid]
 """
@@ -19,17 +23,21 @@ Run: python scripts/bench_runner.py [--repeats 5] [--full-grid]
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import jax
 import numpy as np
+from joblib.externals.loky import get_reusable_executor
 from threadpoolctl import threadpool_limits
 
-from dpbench import compile_cache, program_store
+from dpbench import compile_cache
 from dpbench.cli import compose_config
 from dpbench.data.discrete import load_discrete
 from dpbench.methods.regression.adassp import AdaSSP
@@ -57,7 +65,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--full-grid", action="store_true",
                     help="also time the whole linreg_adult default grid with 1 and 2 workers")
+    ap.add_argument("--one-grid", type=int, help=argparse.SUPPRESS)   # a --full-grid child
     args = ap.parse_args()
+    compile_cache.pin_xla_threads()          # as the dpbench command: before any JAX work
+    if args.one_grid:
+        one_grid(args.one_grid)
+        return
 
     params = load_entry("dataset", "adult")["params"]
     split = load_discrete(rng=np.random.default_rng(0), **params)
@@ -153,21 +166,42 @@ def aim_overhead(repeats: int) -> None:
           f"{100 * own / base:.2f}% of the by-hand trial", flush=True)
 
 
+#: (workers, XLA threads per process) of the --full-grid runs
+FULL_GRID_RUNS = ((1, "1"), (2, "1"), (1, "2"))
+
+
 def full_grid() -> None:
-    """(4): the whole linreg_adult default grid, n_jobs=1 then 2, cold caches each."""
+    """(4): the whole linreg_adult default grid, one fresh process per FULL_GRID_RUNS entry."""
     specs = expand(compose_config(["experiment=linreg_adult"]))
-    print(f"full linreg_adult default grid: {len(specs)} trials, n_jobs=1 then 2; expect "
-          "about 35 + 20 minutes on 2 idle cores", flush=True)
+    print(f"full linreg_adult default grid: {len(specs)} trials, (workers, XLA threads) = "
+          f"{FULL_GRID_RUNS}; expect about 25 + 15 + 25 minutes on 2 idle cores", flush=True)
     seconds = {}
-    for n_jobs in (1, 2):
-        jax.clear_caches()                  # n_jobs=1 runs in this process: start it cold
-        program_store._loaded.clear()
-        with tempfile.TemporaryDirectory() as d:
-            t0 = time.perf_counter()
-            run_local(specs, f"{d}/store", n_jobs=n_jobs, progress=False)
-            seconds[n_jobs] = time.perf_counter() - t0
-        print(f"full grid, n_jobs={n_jobs}: {seconds[n_jobs]:7.1f} s", flush=True)
-    print(f"full grid speed-up, 2 workers over 1: {seconds[1] / seconds[2]:.2f}x")
+    for n_jobs, threads in FULL_GRID_RUNS:
+        env = {**os.environ, compile_cache.XLA_THREADS_ENV: threads}
+        out = subprocess.run([sys.executable, __file__, "--one-grid", str(n_jobs)], env=env,
+                             check=True, stdout=subprocess.PIPE, text=True).stdout
+        wall, cpu = map(float, out.split()[-2:])
+        seconds[n_jobs, threads] = wall
+        print(f"full grid, {n_jobs} worker(s), {threads} XLA thread(s): {wall:7.1f} s, "
+              f"{cpu / wall:.2f} cores used", flush=True)
+    base = seconds[1, "1"]
+    print(f"full grid, 2 workers over 1 (one XLA thread each): {base / seconds[2, '1']:.2f}x")
+    print(f"full grid, 2 workers (one XLA thread each) over 1 worker with 2 XLA threads: "
+          f"{seconds[1, '2'] / seconds[2, '1']:.2f}x")
+
+
+def one_grid(n_jobs: int) -> None:
+    """Run the grid once with ``n_jobs`` workers in a fresh results directory; print its
+    wall seconds and the CPU seconds of this process and its (reaped) workers."""
+    specs = expand(compose_config(["experiment=linreg_adult"]))
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.perf_counter()
+        run_local(specs, f"{d}/store", n_jobs=n_jobs, progress=False)
+        wall = time.perf_counter() - t0
+    get_reusable_executor().shutdown(wait=True)        # reap the workers: count their CPU
+    cpu = sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+    print(wall, cpu)
 
 
 if __name__ == "__main__":

@@ -176,6 +176,7 @@ def _round(specs: Sequence[TrialSpec], store_root: str, n_jobs: int, trace_memor
             yield run_keyed(s.key, s.to_dict(), store_root, trace_memory, since)
         return
     compile_cache.pin_hash_seed()   # workers inherit it: one hash seed, cache keys found again
+    compile_cache.pin_xla_threads()  # one XLA thread per worker: n workers, n cores
     results = Parallel(n_jobs=n_jobs, return_as="generator_unordered", batch_size=1,
                        initializer=die_with_parent, initargs=(os.getpid(),))(
         delayed(run_keyed)(s.key, s.to_dict(), store_root, trace_memory, since)

@@ -226,7 +226,10 @@ def _executor(settings: SlurmSettings, folder: Path, name: str) -> submitit.Slur
         # one hash seed in every task (the submitter's, else compile_cache.HASH_SEED): JAX
         # programs compiled by one task are loaded by the others and by later runs
         setup=[f"export PYTHONPATH={pkg_parent}${{PYTHONPATH:+:$PYTHONPATH}}",
-               f"export PYTHONHASHSEED={shlex.quote(compile_cache.pin_hash_seed())}"],
+               f"export PYTHONHASHSEED={shlex.quote(compile_cache.pin_hash_seed())}",
+               # XLA on the submitter's thread count (one unless NPROC is set): results
+               # do not depend on the node's cores
+               f"export NPROC={shlex.quote(compile_cache.pin_xla_threads())}"],
         additional_parameters=settings.sbatch,
     )
     if settings.partition:

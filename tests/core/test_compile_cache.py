@@ -144,11 +144,13 @@ def _any_spec():
 
 
 # Every interpreter started with this on its path (the CLI before and after it re-executes
-# itself, its loky workers) appends its pid, PYTHONHASHSEED and the hash of a string.
+# itself, its loky workers) appends its pid, PYTHONHASHSEED, the hash of a string and NPROC
+# (XLA's CPU thread count).
 _SITECUSTOMIZE = """
 import json, os
 with open({log!r}, "a") as f:
-    f.write(json.dumps([os.getpid(), os.environ.get("PYTHONHASHSEED"), hash("dpbench")]) + "\\n")
+    f.write(json.dumps([os.getpid(), os.environ.get("PYTHONHASHSEED"), hash("dpbench"),
+                        os.environ.get("NPROC")]) + "\\n")
 """
 _AIM_GRID = ["run", "experiment=linreg_adult", "methods=[ddssp]", "profile=smoke", "trials=1",
              "epsilons=[1]", "runner.progress=false"]
@@ -166,7 +168,8 @@ def _cli_run(results: Path, site: Path, n_jobs: int) -> list[list]:
     # the caller's environment without PYTHONHASHSEED: dpbench must choose one itself
     proc = run_cli(*_AIM_GRID, f"runner.n_jobs={n_jobs}", f"results_dir={results}",
                    env={"PYTHONHASHSEED": None, "PYTHONPATH": f"{site}:{REPO}",
-                        compile_cache.ROOT_ENV: None, compile_cache.SWITCH_ENV: None})
+                        compile_cache.ROOT_ENV: None, compile_cache.SWITCH_ENV: None,
+                        compile_cache.XLA_THREADS_ENV: None})
     assert proc.returncode == 0 and "ok 1" in proc.stdout, proc.stdout + proc.stderr[-3000:]
     return [json.loads(line) for line in log.read_text().splitlines()]
 
@@ -201,9 +204,11 @@ def test_cli_runs_with_unset_hash_seed_share_the_compiled_aim_programs(tmp_path)
     for processes in (first, second):
         # the command started without a seed and re-executed itself (same pid) with seed 0
         assert processes[0][1] is None and processes[1][0] == processes[0][0]
-        last = {pid: (seed, h) for pid, seed, h in processes}
-        assert all(v == (compile_cache.HASH_SEED, seed0_hash) for v in last.values()), last
-    assert len({pid for pid, _, _ in second}) >= 2             # the trial ran in a worker
+        last = {pid: (seed, h, nproc) for pid, seed, h, nproc in processes}
+        # ... and with one XLA thread, which its workers inherit
+        assert all(v == (compile_cache.HASH_SEED, seed0_hash, compile_cache.XLA_THREADS)
+                   for v in last.values()), last
+    assert len({p[0] for p in second}) >= 2                    # the trial ran in a worker
 
 
 @pytest.mark.parametrize("seed", [None, "5", "random"])
@@ -218,10 +223,59 @@ def test_the_command_pins_the_hash_seed_only_when_unset(tmp_path, seed):
                    f"results_dir={tmp_path / 'results'}",
                    env={"PYTHONHASHSEED": seed, "PYTHONPATH": f"{tmp_path}:{REPO}"})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    seeds = [(pid, s) for pid, s, _ in map(json.loads,
+    seeds = [(pid, s) for pid, s, *_ in map(json.loads,
                                            (tmp_path / "processes.jsonl").read_text().splitlines())]
     if seed is None:
         assert [s for _, s in seeds] == [None, compile_cache.HASH_SEED]
         assert seeds[0][0] == seeds[1][0]
     else:
         assert [s for _, s in seeds] == [seed]
+
+
+@pytest.mark.parametrize("nproc", [None, "3"])
+def test_the_command_runs_xla_on_one_thread_unless_nproc_is_set(tmp_path, nproc):
+    from conftest import run_cli
+
+    (tmp_path / "sitecustomize.py").write_text(
+        _SITECUSTOMIZE.format(log=str(tmp_path / "processes.jsonl")))
+    proc = run_cli("plan", "experiment=linreg_adult", "profile=smoke",
+                   f"results_dir={tmp_path / 'results'}",
+                   env={"PYTHONHASHSEED": None, compile_cache.XLA_THREADS_ENV: nproc,
+                        "PYTHONPATH": f"{tmp_path}:{REPO}"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    logged = [json.loads(line) for line in (tmp_path / "processes.jsonl").read_text().splitlines()]
+    assert [p[3] for p in logged] == [nproc, nproc or compile_cache.XLA_THREADS]
+
+
+# A large float64 sum, run by XLA on the cores this process may use (``cores``: the first
+# one only, as on a 1-core machine, or all), with or without dpbench's pin.
+_XLA_PROBE = """
+import os, sys
+if {one_core}:
+    os.sched_setaffinity(0, {{min(os.sched_getaffinity(0))}})
+if {pinned}:
+    sys.path.insert(0, {repo!r})
+    from dpbench import compile_cache
+    compile_cache.pin_xla_threads()
+import jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp, numpy as np
+x = np.random.default_rng(0).normal(size=(2000, 3000))
+print(np.asarray(jax.jit(jnp.sum)(x)).tobytes().hex())
+"""
+
+
+def _xla_sum(one_core: bool, pinned: bool) -> str:
+    env = {k: v for k, v in os.environ.items() if k != compile_cache.XLA_THREADS_ENV}
+    code = _XLA_PROBE.format(one_core=one_core, pinned=pinned, repo=str(REPO))
+    return subprocess.run([sys.executable, "-c", code], env=env, text=True, check=True,
+                          capture_output=True).stdout.strip()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_one_xla_thread_makes_results_independent_of_the_core_count():
+    """Unpinned, XLA splits the sum by its thread count (= usable cores) and 1 and 2 cores
+    give different bits (if this ever fails, XLA stopped doing so and the pin is moot);
+    with compile_cache.pin_xla_threads, as in every trial process, the bits are equal."""
+    assert _xla_sum(one_core=True, pinned=False) != _xla_sum(one_core=False, pinned=False)
+    assert _xla_sum(one_core=True, pinned=True) == _xla_sum(one_core=False, pinned=True)

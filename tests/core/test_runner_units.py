@@ -243,7 +243,8 @@ def test_peak_rss_is_per_trial() -> None:
 @pytest.mark.parametrize("seed", [None, "7"])
 def test_slurm_tasks_get_the_submitters_hash_seed(tmp_path, monkeypatch, seed):
     """The sbatch script exports PYTHONHASHSEED: 0 unless the submitter set one (then that),
-    so every task finds the JAX programs compiled by the others (compile_cache.py)."""
+    so every task finds the JAX programs compiled by the others (compile_cache.py); and
+    NPROC=1, so XLA runs one thread whatever the node's cores (same results)."""
     from dpbench.runner.slurm import SlurmSettings, _executor
 
     monkeypatch.setenv("PYTHONHASHSEED", seed or "")   # restored after the test: the
@@ -253,5 +254,8 @@ def test_slurm_tasks_get_the_submitters_hash_seed(tmp_path, monkeypatch, seed):
                              trials_per_task=1, array_parallelism=1, signal_delay_s=30,
                              wait=False, folder=None, progress=False, trace_memory=False,
                              poll_s=1.0, sbatch={})
+    monkeypatch.setenv("NPROC", "")                   # and one XLA thread per task (unset
+    monkeypatch.delenv("NPROC")                       # here, restored after the test)
     script = _executor(settings, tmp_path, "x")._make_submission_file_text("true", "1")
     assert f"export PYTHONHASHSEED={seed or '0'}\n" in script
+    assert "export NPROC=1\n" in script
