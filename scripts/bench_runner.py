@@ -13,8 +13,9 @@
     cells), each run in a fresh process and a fresh results directory (cold caches, as a
     first run): 1 worker and 2 workers with one XLA thread per process (what ``dpbench run``
     does), then 1 worker with 2 XLA threads (``NPROC=2``: one trial process using both
-    cores, what a run did before XLA was pinned); wall time and the cores used (CPU time
-    of the run's processes over its wall time). About 25 + 15 + 25 minutes on 2 idle
+    cores, what a run did before XLA was pinned), and 2 workers with 2 XLA threads each
+    (what ``dpbench run`` did before the pin); wall time and the cores used (CPU time of
+    the run's processes over its wall time). About 31 + 18 + 25 + 18 minutes on 2 idle
     cores; the script says so before it starts.
 
 Run: python scripts/bench_runner.py [--repeats 5] [--full-grid]
@@ -167,14 +168,14 @@ def aim_overhead(repeats: int) -> None:
 
 
 #: (workers, XLA threads per process) of the --full-grid runs
-FULL_GRID_RUNS = ((1, "1"), (2, "1"), (1, "2"))
+FULL_GRID_RUNS = ((1, "1"), (2, "1"), (1, "2"), (2, "2"))
 
 
 def full_grid() -> None:
     """(4): the whole linreg_adult default grid, one fresh process per FULL_GRID_RUNS entry."""
     specs = expand(compose_config(["experiment=linreg_adult"]))
     print(f"full linreg_adult default grid: {len(specs)} trials, (workers, XLA threads) = "
-          f"{FULL_GRID_RUNS}; expect about 25 + 15 + 25 minutes on 2 idle cores", flush=True)
+          f"{FULL_GRID_RUNS}; expect about 31 + 18 + 25 + 18 minutes on 2 idle cores", flush=True)
     seconds = {}
     for n_jobs, threads in FULL_GRID_RUNS:
         env = {**os.environ, compile_cache.XLA_THREADS_ENV: threads}
@@ -188,6 +189,8 @@ def full_grid() -> None:
     print(f"full grid, 2 workers over 1 (one XLA thread each): {base / seconds[2, '1']:.2f}x")
     print(f"full grid, 2 workers (one XLA thread each) over 1 worker with 2 XLA threads: "
           f"{seconds[1, '2'] / seconds[2, '1']:.2f}x")
+    print(f"full grid, 2 workers: one XLA thread each over two each (the pin's effect): "
+          f"{seconds[2, '2'] / seconds[2, '1']:.2f}x")
 
 
 def one_grid(n_jobs: int) -> None:
