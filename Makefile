@@ -54,5 +54,5 @@ lint: install
 bench: install      ## speed benchmarks (ratios against an in-process baseline)
 	$(PY) scripts/bench_runner.py
 
-bench-peers: install   ## dpbench's AIM vs smartnoise-synth's, same Adult, eps 0.1 and 1 (own venv .bench-peers-venv; prints its expected duration, ~1-1.5 h)
+bench-peers: install   ## dpbench's AIM vs smartnoise-synth's, same Adult, eps 0.1 and 1 (own venv .bench-peers-venv; prints its expected duration, ~40 min on 2 idle cores)
 	$(PY) scripts/bench_peers.py $(BENCH_PEERS_ARGS)
