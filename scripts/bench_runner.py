@@ -15,7 +15,7 @@
     does), then 1 worker with 2 XLA threads (``NPROC=2``: one trial process using both
     cores, what a run did before XLA was pinned), and 2 workers with 2 XLA threads each
     (what ``dpbench run`` did before the pin); wall time and the cores used (CPU time of
-    the run's processes over its wall time). About 31 + 18 + 25 + 18 minutes on 2 idle
+    the run's processes over its wall time). About 25 + 16 + 24 + 18 minutes on 2 idle
     cores; the script says so before it starts.
 
 Run: python scripts/bench_runner.py [--repeats 5] [--full-grid]
@@ -175,7 +175,7 @@ def full_grid() -> None:
     """(4): the whole linreg_adult default grid, one fresh process per FULL_GRID_RUNS entry."""
     specs = expand(compose_config(["experiment=linreg_adult"]))
     print(f"full linreg_adult default grid: {len(specs)} trials, (workers, XLA threads) = "
-          f"{FULL_GRID_RUNS}; expect about 31 + 18 + 25 + 18 minutes on 2 idle cores", flush=True)
+          f"{FULL_GRID_RUNS}; expect about 25 + 16 + 24 + 18 minutes on 2 idle cores", flush=True)
     seconds = {}
     for n_jobs, threads in FULL_GRID_RUNS:
         env = {**os.environ, compile_cache.XLA_THREADS_ENV: threads}
