@@ -53,6 +53,7 @@ compile_cache.reexec_with_hash_seed()
 from jax import monitoring  # noqa: E402
 
 from dpbench import program_store  # noqa: E402
+from dpbench.methods.marginals import _mbi  # noqa: E402
 from dpbench.methods.marginals.aim import AIMSettings, run_aim  # noqa: E402
 from dpbench.methods.marginals.release import AIM_PARAMS  # noqa: E402
 from dpbench.methods.marginals.workloads import build_workload  # noqa: E402
@@ -103,6 +104,7 @@ def main() -> None:
     ap.add_argument("--max-iters", type=int)
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--rounds-per-attribute", type=float)
+    ap.add_argument("--oracle", help="marginal oracle of the estimator (_mbi.ORACLES)")
     ap.add_argument("--dataset", default="adult", help="a conf/dataset yaml (default: adult)")
     ap.add_argument("--workload", default="all_pairs",
                     help="a workloads.py name, e.g. all_pairs (DD-SSP's), all_triples, all_4way")
@@ -114,7 +116,7 @@ def main() -> None:
         logging.getLogger("jax").setLevel(logging.WARNING)
 
     settings = method_settings("ddssp", args.profile)
-    for key in ("max_model_size", "max_iters", "rounds", "rounds_per_attribute"):
+    for key in ("max_model_size", "max_iters", "rounds", "rounds_per_attribute", "oracle"):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
     frame, sizes = load_train(args.dataset, args.profile, args.seed)
@@ -131,11 +133,13 @@ def main() -> None:
           f"{compile_cache.jax_cache_dir() if compile_cache.enabled() else 'off'}")
     header = ("eps", "rounds", "annealed", "cliques", "model_MB", "total_s", "estim_s",
               "select_s", "jax_compile_s", "trace_s", "lower_s", "backend_s", "compiled",
-              "loaded", "exported", "export_loaded", "round_mean_s", "round_max_s", "digest")
+              "loaded", "exported", "export_loaded", "round_mean_s", "round_max_s", "fallbacks",
+              "digest")
     print(" | ".join(header))
     for eps in args.eps:
         compile_s.clear()
         exported, loaded = program_store.stats["exported"], program_store.stats["loaded"]
+        fallbacks = sum(_mbi.FALLBACKS.values())
         acc = Accountant(eps, args.delta, "zcdp")
         t0 = time.perf_counter()
         model = run_aim(frame, sizes, workload, acc, np.random.default_rng(args.seed),
@@ -151,7 +155,7 @@ def main() -> None:
                compile_s[BACKEND + ":n"] - compile_s["hits"], compile_s["hits"],
                program_store.stats["exported"] - exported, program_store.stats["loaded"] - loaded,
                round(float(np.mean(per_round)), 2), round(float(np.max(per_round)), 2),
-               fit_digest(model))
+               sum(_mbi.FALLBACKS.values()) - fallbacks, fit_digest(model))
         print(" | ".join(str(x) for x in row), flush=True)
 
 

@@ -52,7 +52,7 @@ def test_one_step_equals_mbis_step(branch):
     step size x 1e4); our carried marginals are those of the new potentials."""
     domain, loss_fn, total = _problem(0)
     ours, mbis = OneOracleMirrorDescent(), _mbi.MirrorDescent()
-    state = ours._init(domain, loss_fn, total)
+    state = mbis._init(domain, loss_fn, total)        # ours computes it in its first step
     if branch == "reject":
         state = state._replace(alpha=state.alpha * 1e4)
     a = jax.jit(lambda s: ours._step(s, loss_fn, total))(state)
@@ -64,6 +64,41 @@ def test_one_step_equals_mbis_step(branch):
     fresh = ours._oracle(loss_fn.cliques, domain)(a.potentials, total)
     for x, y in zip(_tables(a.mu), _tables(fresh), strict=True):
         np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_first_step_makes_mbis_initial_state(warm):
+    """Our _init leaves the marginals to the first step (one copy of belief propagation per
+    compiled fit); after it the state is mbi's _init state: same potentials, step size and
+    loss, marginals to 1e-12 (rounding), from zero potentials and from a warm start."""
+    domain, loss_fn, total = _problem(1)
+    ours, mbis = OneOracleMirrorDescent(), _mbi.MirrorDescent()
+    start = None
+    if warm:
+        start = jax.jit(lambda lf, t: _mbi._fused_impl(ours, domain, lf, t, None, iters=30)
+                        )(loss_fn, total).potentials
+    placeholder = ours._init(domain, loss_fn, total, warm_start=start)
+    assert np.isposinf(float(placeholder.loss))
+    a = jax.jit(lambda s: ours._step(s, loss_fn, total))(placeholder)
+    b = mbis._init(domain, loss_fn, total, warm_start=start)
+    assert float(a.alpha) == float(b.alpha)
+    assert float(a.loss) == pytest.approx(float(b.loss), rel=1e-12)
+    for x, y in zip(_tables(a.potentials), _tables(b.potentials), strict=True):
+        np.testing.assert_array_equal(x, y)
+    for x, y in zip(_tables(a.mu), _tables(b.mu), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+
+
+def test_fit_carries_the_marginals_of_its_potentials():
+    """The fit's marginals are the carried ones (finalize does not recompute them): equal to
+    the oracle's marginals of the fitted potentials to 1e-9 counts (total ~500)."""
+    domain, loss_fn, total = _problem(2)
+    est = OneOracleMirrorDescent()
+    fit = jax.jit(lambda lf, t: _mbi._fused_impl(est, domain, lf, t, None, iters=100)
+                  )(loss_fn, total)
+    fresh = est._oracle(loss_fn.cliques, domain)(fit.potentials, total)
+    for x, y in zip(_tables(fit.marginals), _tables(fresh), strict=True):
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -17,6 +17,7 @@ from dpbench import compile_cache, program_store  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 compile_cache.configure()
 
+import collections  # noqa: E402
 import dataclasses  # noqa: E402
 import functools  # noqa: E402
 import gc  # noqa: E402
@@ -32,11 +33,12 @@ with warnings.catch_warnings():
     import mbi  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
-from mbi import junction_tree, marginal_loss  # noqa: E402
+from mbi import junction_tree, marginal_loss, marginal_oracles  # noqa: E402
 from mbi.estimation import (  # noqa: E402
     Estimator,
     MirrorDescent,
     MirrorDescentState,
+    _extract_potentials,
     minimum_variance_unbiased_total,
 )
 from mbi.extensions import MixtureOfProducts, MixtureOfProductsEstimator  # noqa: E402
@@ -89,7 +91,8 @@ def _fused_impl(estimator: Estimator, domain: mbi.Domain, loss_fn: object, known
     exports it once per structure for every later process.
     """
     state = estimator._init(domain, loss_fn, known_total, warm_start=warm_start)
-    return estimator._finalize(_scan(estimator, state, loss_fn, known_total, iters),
+    steps = iters + getattr(estimator, "init_steps", 0)
+    return estimator._finalize(_scan(estimator, state, loss_fn, known_total, steps),
                                known_total)
 
 
@@ -139,6 +142,17 @@ def release_compiled_programs_if_needed() -> bool:
     return True
 
 
+#: Marginal oracles (belief propagation on the junction tree) by name. ``hugin`` is what
+#: mbi picks on CPU for potentials without -inf (message_passing_hugin: log-space
+#: messages, logsumexp). ``semistable`` is mbi's message_passing_fast: messages contracted
+#: as einsums of exp(potential - max), ~3x faster per call on AIM's Adult models, but
+#: exp underflows to 0 where factors disagree by > ~700 in log space (mbi's docs: "can
+#: produce NaN when factor magnitudes span a very wide range"); estimate_mrf then refits
+#: with hugin.
+ORACLES = {"hugin": marginal_oracles.message_passing_hugin,
+           "semistable": marginal_oracles.message_passing_fast}
+
+
 @dataclasses.dataclass(frozen=True)
 class OneOracleMirrorDescent(MirrorDescent):
     """mbi's MirrorDescent with Armijo steps, one marginal-oracle call per step instead of two.
@@ -149,27 +163,65 @@ class OneOracleMirrorDescent(MirrorDescent):
     state's *current* potentials (mu2 when the step is accepted, mu otherwise), so each step
     calls the oracle once: the same iterates, step sizes and losses as mbi's step (tested),
     about half the work, since belief propagation is nearly all of a step.
+
+    ``oracle`` names the marginal oracle (ORACLES): a name rather than a function, so the
+    estimator's repr, part of the program store's key, is the same in every process.
     """
+
+    oracle: str = "hugin"
 
     def __post_init__(self) -> None:
         if self.stepsize is not None:
             raise ValueError("OneOracleMirrorDescent implements the Armijo line search only "
                              f"(stepsize=None); got stepsize={self.stepsize}")
+        if self.oracle not in ORACLES:
+            raise ValueError(f"oracle={self.oracle!r}; valid: {', '.join(ORACLES)}")
+
+    def _oracle(self, cliques: object, domain: object, constraints: tuple = ()) -> object:
+        """mbi's ``marginal_oracle`` when one is given (mbi's interface), else the named one."""
+        oracle = self.marginal_oracle or ORACLES[self.oracle]
+        return functools.partial(oracle, constraints=constraints)
+
+    #: steps of a fit that are not iterations: the first step computes the initial marginals
+    init_steps = 1
+
+    def _init(self, domain: mbi.Domain, loss_fn: object, known_total: object, *,
+              warm_start: object | None = None, constraints: tuple = ()) -> MirrorDescentState:
+        """mbi's initial state (potentials, step size) without its oracle call: the marginals
+        are a placeholder (zeros) and the loss +inf, and the first ``_step`` computes them
+        (a step of size 0, always accepted, step size unchanged). So a compiled fit holds one
+        copy of belief propagation, the step's, instead of two (~25% of its compile time); a
+        fit of n iterations runs ``init_steps`` + n steps (_fused_impl)."""
+        if constraints:
+            raise ValueError("OneOracleMirrorDescent does not take constraints")
+        potentials = _extract_potentials(warm_start, domain, loss_fn.cliques)
+        alpha = 2.0 / (loss_fn.lipschitz * known_total)            # as mbi's _init
+        return MirrorDescentState(mbi.CliqueVector.zeros(domain, potentials.cliques),
+                                  potentials, alpha, jax.numpy.asarray(jax.numpy.inf))
 
     def _step(self, state: MirrorDescentState, loss_fn: object, known_total: object,
               constraints: tuple = ()) -> MirrorDescentState:
         oracle = self._oracle(loss_fn.cliques, state.potentials.domain, constraints=constraints)
+        first = jax.numpy.isposinf(state.loss)         # the state _init made: mu not computed
         mu = state.mu                                  # = oracle(state.potentials): carried
         loss, dL = jax.value_and_grad(loss_fn)(mu)
-        theta2 = state.potentials - state.alpha * dL
+        theta2 = state.potentials - jax.numpy.where(first, 0.0, state.alpha) * dL
         mu2 = oracle(theta2, known_total)
         loss2 = loss_fn(mu2)
-        accept = loss - loss2 >= 0.5 * state.alpha * dL.dot(mu - mu2)
-        alpha = jax.lax.select(accept, 1.01 * state.alpha, 0.5 * state.alpha)
+        accept = first | (loss - loss2 >= 0.5 * state.alpha * dL.dot(mu - mu2))
+        alpha = jax.lax.select(first, state.alpha * 1.0,
+                               jax.lax.select(accept, 1.01 * state.alpha, 0.5 * state.alpha))
         potentials, mu_next = jax.lax.cond(accept, lambda: (theta2, mu2),
                                            lambda: (state.potentials, mu))
         return MirrorDescentState(mu_next, potentials, alpha,
                                   jax.lax.select(accept, loss2, loss))
+
+    def _finalize(self, state: MirrorDescentState, known_total: object,
+                  constraints: tuple = ()) -> mbi.MarkovRandomField:
+        """The model, with the carried marginals: mbi's finalize computes them again (one more
+        copy of belief propagation in every compiled fit, ~20% of its compile time)."""
+        return mbi.MarkovRandomField(potentials=state.potentials, marginals=state.mu,
+                                     total=known_total, constraints=constraints)
 
 
 def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[LinearMeasurement],
@@ -187,11 +239,27 @@ def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[Linea
 
 
 def estimate_mrf(domain: mbi.Domain, measurements: list[LinearMeasurement], *, iters: int,
-                 warm_start: object | None = None) -> object:
+                 warm_start: object | None = None, oracle: str = "hugin") -> object:
     """Private-PGM estimation (mirror descent with Armijo steps, one oracle call per step:
     OneOracleMirrorDescent) of a Markov random field, ``iters`` steps; the total is estimated
-    from the identity measurements (unbounded DP)."""
-    return _estimate(OneOracleMirrorDescent(), domain, measurements, iters, warm_start)
+    from the identity measurements (unbounded DP). A fit with a non-finite potential or
+    marginal from any oracle but hugin is redone with hugin (counted in FALLBACKS)."""
+    fit = _estimate(OneOracleMirrorDescent(oracle=oracle), domain, measurements, iters,
+                    warm_start)
+    if oracle != "hugin" and not _finite(fit):
+        FALLBACKS[oracle] += 1
+        fit = _estimate(OneOracleMirrorDescent(), domain, measurements, iters, warm_start)
+    return fit
+
+
+#: Fits redone with hugin because the named oracle gave a non-finite fit (this process).
+FALLBACKS: collections.Counter[str] = collections.Counter()
+
+
+def _finite(fit: object) -> bool:
+    """Whether every potential and marginal table of an mbi MarkovRandomField is finite."""
+    leaves = jax.tree_util.tree_leaves((fit.potentials, fit.marginals))
+    return all(bool(np.isfinite(np.asarray(t)).all()) for t in leaves)
 
 
 def estimate_mixture(domain: mbi.Domain, measurements: list[LinearMeasurement], *, iters: int,

@@ -66,6 +66,7 @@ class AIMSettings:
     estimator: str = "mrf"            # mrf (Private-PGM) | mixture (Fig. 6 ablation)
     mixture_components: int = 10      # as private-pgm's MixtureInference default
     mixture_lr: float = 1.0           # Adam step size (as MixtureInference)
+    oracle: str = "hugin"             # marginal oracle of the mrf estimator (_mbi.ORACLES)
 
     def __post_init__(self) -> None:
         if not self.max_model_size > 0:
@@ -84,6 +85,8 @@ class AIMSettings:
             raise ValueError(f"estimator={self.estimator!r}; valid: {', '.join(ESTIMATORS)}")
         if self.mixture_components < 1 or not self.mixture_lr > 0:
             raise ValueError("mixture_components must be >= 1 and mixture_lr > 0")
+        if self.oracle not in _mbi.ORACLES:
+            raise ValueError(f"oracle={self.oracle!r}; valid: {', '.join(_mbi.ORACLES)}")
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -101,14 +104,17 @@ class _Estimator:
         self.seed = seed
         self.fit: object | None = None
         self.seconds = 0.0
+        self.fallbacks = 0          # fits redone with hugin (non-finite with s.oracle)
 
     def __call__(self, measurements: list, iters: int) -> MarginalModel:
         t0 = time.perf_counter()
         s = self.settings
         if s.estimator == "mrf":
             warm = None if self.fit is None else self.fit.potentials
+            before = _mbi.FALLBACKS[s.oracle]
             self.fit = _mbi.estimate_mrf(self.domain, measurements, iters=iters,
-                                         warm_start=warm)
+                                         warm_start=warm, oracle=s.oracle)
+            self.fallbacks += _mbi.FALLBACKS[s.oracle] - before
             cliques, tables, total = _mbi.mrf_tables(self.fit)
             model = MarginalModel(self.attrs, self.sizes, "mrf", total, cliques=cliques,
                                   tables=tables)
@@ -216,6 +222,7 @@ def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Cli
         "model_size_mb": _mbi.model_size_mb(domain, sort_cliques(measured, attrs)),
         "seconds_estimation": estimate.seconds, "seconds_selection": t_select,
         "noise_disabled": noise_is_off(), "trace": trace,
+        "oracle_fallbacks": estimate.fallbacks,
     }
     return model
 

@@ -36,7 +36,7 @@ ARTIFACT_VERSION = 1
 #: method parameter -> settings field, per mechanism (None-valued params keep defaults)
 AIM_PARAMS = ("max_model_size", "max_iters", "final_iters", "rounds", "rounds_per_attribute",
               "alpha", "estimator",
-              "mixture_components", "mixture_lr")
+              "mixture_components", "mixture_lr", "oracle")
 MST_PARAMS = ("max_iters", "select_iters", "compress", "threshold")
 
 
@@ -81,9 +81,14 @@ def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.
     attrs = (*enc.attributes, enc.target)
     sizes = {a: int(data.domain[a]) for a in attrs}
     frame = data.discrete[list(attrs)]
+    chosen = settings.as_dict()
+    # The oracle only changes the arithmetic of the estimation (post-processing): not part of
+    # the seed, so fits with either oracle draw the same noise; a non-default one gets its own
+    # artifact (absent for hugin, so earlier artifacts keep their keys and seeds).
+    oracle = chosen.pop("oracle", "hugin")
     fields = {
         "artifact": "marginal-release", "version": ARTIFACT_VERSION, "mechanism": mechanism,
-        "workload": workload if mechanism == "aim" else None, "settings": settings.as_dict(),
+        "workload": workload if mechanism == "aim" else None, "settings": chosen,
         "epsilon": float(accountant.epsilon), "delta": float(accountant.delta),
         "attributes": list(attrs), "sizes": sizes,
     }
@@ -109,6 +114,8 @@ def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.
         seed = ctx.seed(fields)
         keyed = {**fields, "cell": ctx.cell,
                  "data": data_fingerprint(frame, attrs, sizes)}
+        if oracle != "hugin":
+            keyed["oracle"] = oracle
         arrays, meta, hit = ctx.store.get_or_create(
             keyed, lambda: fit(np.random.default_rng(seed)).to_arrays())
         model = MarginalModel.from_arrays(arrays, meta)
@@ -117,7 +124,7 @@ def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.
     for c in model.charges:
         accountant.charge_rho(c.rho, c.label)
     keep = ("mechanism", "rounds", "annealed_rounds", "model_size_mb", "mechanism_seconds",
-            "noise_disabled")
+            "noise_disabled", "oracle_fallbacks")
     info = {k: model.info[k] for k in keep if k in model.info}
     info.update(cache_hit=bool(hit), artifact_key=key, n_releases=len(model.charges))
     return model, info

@@ -31,8 +31,9 @@ class MarginalMethod(LinearModel):
     mechanism settings (None keeps the mechanism's default, which is the
     paper's): AIM ``max_model_size`` (MB), ``max_iters``, ``final_iters``,
     ``rounds``, ``rounds_per_attribute``, ``alpha``, ``estimator`` (mrf | mixture),
-    ``mixture_components``, ``mixture_lr``; MST ``max_iters``, ``select_iters``, ``compress``,
-    ``threshold``.
+    ``mixture_components``, ``mixture_lr``, ``oracle`` (hugin | semistable: the mrf
+    estimator's belief propagation, same mechanism and noise, different arithmetic); MST
+    ``max_iters``, ``select_iters``, ``compress``, ``threshold``.
     """
 
     accounting = "zcdp"
