@@ -19,6 +19,10 @@ loaded from the program store (dpbench/compile_cache.py, program_store.py;
 of the fit (measured cliques, charges, model tables): equal digests mean identical fits,
 e.g. before and after a change.
 
+``--per-fit FILE`` appends one JSON line per estimation (model cells, iterations, seconds
+including the wait for the result, compile-event seconds), e.g. to compare the two oracles
+(``--oracle hugin`` / ``semistable``) fit by fit.
+
 Compile time in a later process: run the same command twice with one cache directory.
 Like the ``dpbench`` command, the script re-executes itself with ``PYTHONHASHSEED=0`` when
 the variable is unset (compile_cache.reexec_with_hash_seed); set it to ``random`` (or two
@@ -31,6 +35,7 @@ from __future__ import annotations
 import argparse
 import collections
 import hashlib
+import json
 import logging
 import sys
 import time
@@ -50,6 +55,7 @@ from dpbench import compile_cache  # noqa: E402
 compile_cache.pin_xla_threads()
 compile_cache.reexec_with_hash_seed()
 
+import jax  # noqa: E402
 from jax import monitoring  # noqa: E402
 
 from dpbench import program_store  # noqa: E402
@@ -75,6 +81,30 @@ def fit_digest(model: object) -> str:
     for t in model.tables:
         h.update(np.ascontiguousarray(t).tobytes())
     return h.hexdigest()[:12]
+
+
+def record_fits(path: Path, compile_s: collections.Counter[str], context: dict) -> None:
+    """Wrap the estimation entry point so each fit appends a JSON line to ``path``: its
+    model's cells, iterations, wall seconds and compile-event seconds (trace + lower +
+    backend or cache load), after the keys of ``context`` (updated by the caller), e.g. to
+    compare oracles fit by fit on the same rounds."""
+    inner = _mbi._estimate
+
+    def timed(estimator: object, domain: object, measurements: list, iters: int,
+              warm_start: object) -> object:
+        cliques = list(dict.fromkeys(tuple(m.clique) for m in measurements))
+        before = sum(compile_s[e] for e in COMPILE_EVENTS)
+        t0 = time.perf_counter()
+        fit = inner(estimator, domain, measurements, iters, warm_start)
+        jax.block_until_ready(jax.tree_util.tree_leaves((fit.potentials, fit.marginals)))
+        row = {**context, "cells": _mbi.model_size_mb(domain, cliques) * 2**20 / 8,
+               "cliques": len(cliques), "iters": iters, "seconds": time.perf_counter() - t0,
+               "compile_s": sum(compile_s[e] for e in COMPILE_EVENTS) - before}
+        with path.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        return fit
+
+    _mbi._estimate = timed
 
 
 def load_train(dataset: str, profile: str, seed: int) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -110,6 +140,9 @@ def main() -> None:
                     help="a workloads.py name, e.g. all_pairs (DD-SSP's), all_triples, all_4way")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--verbose", action="store_true", help="log every AIM round")
+    ap.add_argument("--per-fit", type=Path, metavar="JSONL",
+                    help="append one line per estimation (eps, oracle, model cells, "
+                         "iterations, seconds, compile-event seconds) to this file")
     args = ap.parse_args()
     if args.verbose:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -128,6 +161,10 @@ def main() -> None:
     monitoring.register_event_listener(
         lambda name, **_: compile_s.update({"hits": 1}) if name == CACHE_HIT else None)
 
+    context = {"oracle": settings.get("oracle", "hugin")}
+    if args.per_fit:
+        record_fits(args.per_fit, compile_s, context)
+
     print(f"{args.dataset} n={len(frame)}, {len(sizes)} attributes, "
           f"workload {args.workload} ({len(workload)} cliques), settings {settings}, JAX cache "
           f"{compile_cache.jax_cache_dir() if compile_cache.enabled() else 'off'}")
@@ -137,6 +174,7 @@ def main() -> None:
               "digest")
     print(" | ".join(header))
     for eps in args.eps:
+        context["eps"] = eps
         compile_s.clear()
         exported, loaded = program_store.stats["exported"], program_store.stats["loaded"]
         fallbacks = sum(_mbi.FALLBACKS.values())
