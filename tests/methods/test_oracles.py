@@ -118,6 +118,8 @@ def test_unknown_oracle_is_refused_with_the_choices():
         OneOracleMirrorDescent(oracle="bp")
     with pytest.raises(ValueError, match="oracle='bp'; valid: hugin, semistable"):
         AIMSettings(oracle="bp")
+    with pytest.raises(ValueError, match="applies to estimator='mrf' only"):
+        AIMSettings(oracle="semistable", estimator="mixture")
 
 
 def test_the_oracle_is_named_in_the_estimators_repr():

@@ -87,6 +87,9 @@ class AIMSettings:
             raise ValueError("mixture_components must be >= 1 and mixture_lr > 0")
         if self.oracle not in _mbi.ORACLES:
             raise ValueError(f"oracle={self.oracle!r}; valid: {', '.join(_mbi.ORACLES)}")
+        if self.oracle != "hugin" and self.estimator != "mrf":
+            raise ValueError(f"oracle={self.oracle!r} applies to estimator='mrf' only "
+                             f"(got estimator={self.estimator!r}, which has no oracle)")
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
