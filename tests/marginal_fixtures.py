@@ -54,3 +54,28 @@ def brute_marginal(p: np.ndarray, attrs: list[str], query: tuple[str, ...]) -> n
     axes = tuple(i for i, a in enumerate(attrs) if a not in query)
     kept = [a for a in attrs if a in query]
     return np.transpose(p.sum(axis=axes), [kept.index(a) for a in query])
+
+
+#: a small domain for estimation tests (mirror descent, marginal oracles)
+MD_ATTRS = ("a", "b", "c", "d", "e")
+MD_SIZES = {"a": 2, "b": 3, "c": 4, "d": 2, "e": 5}
+
+
+def noisy_measurements(seed: int, cliques: list[tuple[str, ...]],
+                       n: int = 500) -> tuple[object, list]:
+    """(mbi domain over MD_ATTRS, Gaussian measurements of ``cliques``' marginals) of ``n``
+    random records with some dependence of b on a; each clique's sigma is drawn from
+    U(2, 20) (seeded)."""
+    from dpbench.methods.marginals import _mbi
+
+    rng = np.random.default_rng(seed)
+    codes = {a: rng.integers(MD_SIZES[a], size=n) for a in MD_ATTRS}
+    codes["b"] = (codes["a"] + rng.integers(2, size=n)) % MD_SIZES["b"]   # some dependence
+    measurements = []
+    for cl in cliques:
+        counts = np.zeros([MD_SIZES[a] for a in cl])
+        np.add.at(counts, tuple(codes[a] for a in cl), 1.0)
+        sigma = float(rng.uniform(2.0, 20.0))
+        measurements.append(_mbi.measurement(counts.ravel() + rng.normal(0, sigma, counts.size),
+                                             cl, sigma))
+    return _mbi.to_domain(MD_ATTRS, MD_SIZES), measurements

@@ -12,31 +12,18 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from marginal_fixtures import noisy_measurements
 
 from dpbench.methods.marginals import _mbi
 from dpbench.methods.marginals._mbi import OneOracleMirrorDescent
 
-ATTRS = ("a", "b", "c", "d", "e")
-SIZES = {"a": 2, "b": 3, "c": 4, "d": 2, "e": 5}
 CLIQUES = [("a",), ("b",), ("c",), ("d",), ("e",), ("a", "b"), ("b", "c"), ("c", "d", "e"),
            ("a", "e")]
 
 
 def _problem(seed: int) -> tuple[object, object, float]:
     """(domain, loss_fn, known_total) of noisy marginals of random data (seeded)."""
-    rng = np.random.default_rng(seed)
-    n = 500
-    codes = {a: rng.integers(SIZES[a], size=n) for a in ATTRS}
-    codes["b"] = (codes["a"] + rng.integers(2, size=n)) % SIZES["b"]      # some dependence
-    domain = _mbi.to_domain(ATTRS, SIZES)
-    measurements = []
-    for cl in CLIQUES:
-        shape = [SIZES[a] for a in cl]
-        counts = np.zeros(shape)
-        np.add.at(counts, tuple(codes[a] for a in cl), 1.0)
-        sigma = float(rng.uniform(2.0, 20.0))
-        measurements.append(_mbi.measurement(counts.ravel() + rng.normal(0, sigma, counts.size),
-                                             cl, sigma))
+    domain, measurements = noisy_measurements(seed, CLIQUES)
     loss_fn = _mbi.marginal_loss.from_linear_measurements(measurements, domain)
     return domain, loss_fn, float(_mbi.minimum_variance_unbiased_total(measurements))
 

@@ -12,25 +12,30 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from marginal_fixtures import MD_ATTRS, MD_SIZES, discrete_data, noisy_measurements
 
 from dpbench.methods.marginals import _mbi
 from dpbench.methods.marginals._mbi import ORACLES, OneOracleMirrorDescent
 from dpbench.methods.marginals.aim import AIMSettings
+from dpbench.methods.regression.ddssp import DDSSP
+from dpbench.privacy import Accountant
+from dpbench.runner.artifacts import artifact_context
 
-ATTRS = ("a", "b", "c", "d", "e")
-SIZES = {"a": 2, "b": 3, "c": 4, "d": 2, "e": 5}
 CLIQUES = [("a", "b"), ("b", "c"), ("a", "c"), ("c", "d", "e"), ("a", "e")]   # a cycle
+
+
+def _clique_vector(domain: object, tables: dict) -> object:
+    """An mbi CliqueVector of log-potential ``tables`` (clique -> array in clique order)."""
+    zeros = _mbi.mbi.CliqueVector.zeros(domain, list(tables))
+    return _mbi.mbi.CliqueVector(domain, list(tables), {
+        cl: _mbi.mbi.Factor(zeros[cl].domain, jnp.asarray(t)) for cl, t in tables.items()})
 
 
 def _potentials(seed: int, scale: float) -> object:
     """Random log-potentials N(0, scale^2) on CLIQUES (seeded)."""
     rng = np.random.default_rng(seed)
-    domain = _mbi.to_domain(ATTRS, SIZES)
-    zeros = _mbi.mbi.CliqueVector.zeros(domain, CLIQUES)
-    return _mbi.mbi.CliqueVector(domain, CLIQUES, {
-        cl: _mbi.mbi.Factor(zeros[cl].domain,
-                            jnp.asarray(rng.normal(0, scale, zeros[cl].values.shape)))
-        for cl in CLIQUES})
+    return _clique_vector(_mbi.to_domain(MD_ATTRS, MD_SIZES), {
+        cl: rng.normal(0, scale, [MD_SIZES[a] for a in cl]) for cl in CLIQUES})
 
 
 @pytest.mark.parametrize(("seed", "scale"), [(0, 0.5), (1, 5.0), (2, 50.0)])
@@ -51,16 +56,11 @@ def _underflowing() -> tuple[object, list]:
     binary), so every term of the sum over c underflows after the per-factor maxima are
     subtracted; hugin's logsumexp gets log 2 - 1000. Plus noisy-free measurements of the
     three pairs, for a fit."""
-    attrs, sizes = ("a", "b", "c"), {"a": 2, "b": 2, "c": 2}
-    domain = _mbi.to_domain(attrs, sizes)
-    cliques = [("a", "b"), ("b", "c"), ("a", "c")]
-    tables = {("a", "b"): np.zeros((2, 2)),
-              ("b", "c"): np.array([[-1000.0, 0.0], [-1000.0, 0.0]]),
-              ("a", "c"): np.array([[0.0, -1000.0], [0.0, -1000.0]])}
-    zeros = _mbi.mbi.CliqueVector.zeros(domain, cliques)
-    pot = _mbi.mbi.CliqueVector(domain, cliques, {
-        cl: _mbi.mbi.Factor(zeros[cl].domain, jnp.asarray(tables[cl])) for cl in cliques})
-    measurements = [_mbi.measurement(np.full(4, 25.0), cl, 1.0) for cl in cliques]
+    domain = _mbi.to_domain(("a", "b", "c"), {"a": 2, "b": 2, "c": 2})
+    pot = _clique_vector(domain, {("a", "b"): np.zeros((2, 2)),
+                                  ("b", "c"): np.array([[-1000.0, 0.0], [-1000.0, 0.0]]),
+                                  ("a", "c"): np.array([[0.0, -1000.0], [0.0, -1000.0]])})
+    measurements = [_mbi.measurement(np.full(4, 25.0), cl, 1.0) for cl in pot.cliques]
     return pot, measurements
 
 
@@ -92,25 +92,15 @@ def test_non_finite_fit_is_redone_with_hugin():
 
 
 def test_semistable_fit_reaches_hugins_optimum():
-    """300 steps of mirror descent on noisy marginals of random data (seeded): the two
+    """300 steps of mirror descent on noisy marginals of 500 random records (seeded): the two
     oracles round differently, so Armijo decisions may differ near convergence, but the
     fitted marginals agree to 1e-4 of the total (~500)."""
-    rng = np.random.default_rng(3)
-    domain = _mbi.to_domain(ATTRS, SIZES)
-    n = 500
-    codes = {a: rng.integers(SIZES[a], size=n) for a in ATTRS}
-    codes["b"] = (codes["a"] + rng.integers(2, size=n)) % SIZES["b"]
-    measurements = []
-    for cl in [(a,) for a in ATTRS] + CLIQUES:
-        counts = np.zeros([SIZES[a] for a in cl])
-        np.add.at(counts, tuple(codes[a] for a in cl), 1.0)
-        measurements.append(_mbi.measurement(counts.ravel() + rng.normal(0, 5.0, counts.size),
-                                             cl, 5.0))
+    domain, measurements = noisy_measurements(3, [(a,) for a in MD_ATTRS] + CLIQUES)
     fits = {o: _mbi.estimate_mrf(domain, measurements, iters=300, oracle=o) for o in ORACLES}
     for cl in fits["hugin"].marginals.cliques:
         np.testing.assert_allclose(np.asarray(fits["semistable"].marginals[cl].values),
                                    np.asarray(fits["hugin"].marginals[cl].values),
-                                   rtol=0, atol=1e-4 * n)
+                                   rtol=0, atol=1e-4 * 500)
 
 
 def test_unknown_oracle_is_refused_with_the_choices():
@@ -134,12 +124,6 @@ def test_oracle_keeps_the_seed_and_gets_its_own_artifact(tmp_path):
     the release's seed), so the coefficients agree to 1e-6 (the fits differ by rounding
     only; another seed moves them by ~1e-2), pays the same charges, and is stored as its own
     artifact (a semistable fit never answers a hugin request)."""
-    from marginal_fixtures import discrete_data
-
-    from dpbench.methods.regression.ddssp import DDSSP
-    from dpbench.privacy import Accountant
-    from dpbench.runner.artifacts import artifact_context
-
     data = discrete_data(np.random.default_rng(0), 2000, {"x1": 3, "x2": 4, "y": 5}, "y",
                          categorical=("x2",))
     fast = {"max_iters": 100, "max_model_size": 1.0}
