@@ -24,6 +24,18 @@ out: AIM does not use it, and it would pull an unpinned torch.
     make bench-peers                                   # eps 0.1 and 1, limit 1800 s per run
     python scripts/bench_peers.py --eps 0.1 --limit 900 --out results/bench_peers.json
 
+``--exrisk DATASET ...`` runs the excess-risk paper's 4-way fits instead (method aim_tstr,
+experiment exrisk_table2, conf/method/marginals/aim_tstr.yaml): for each dataset and
+``--profile`` (default and paper), trial 0's rows as the runner gives them to AIM (every
+row under the paper's protocol), delta = 1/n^2, all 4-way marginals of at most 10^6
+cells, the profile's T, model cap and iterations; dpbench's fit is the one the runner
+makes (``release_marginals`` with the trial's generator, outside the artifact cache),
+smartnoise gets the same workload, T, cap, eps and delta. smartnoise cannot set the final
+estimate's iterations (1,000; aim_tstr's are 500 in the default profile, 2,500 in the
+paper's). Accuracy then adds the mean TV over the 4-way workload marginals.
+
+    make bench-peers BENCH_PEERS_ARGS="--exrisk mpdp_heart mpdp_compas --eps 1"
+
 The script prints how long it expects to take before it starts. Not a test.
 """
 
@@ -31,14 +43,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -50,7 +66,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from bench_aim import load_train, method_settings  # noqa: E402
 
 from dpbench.methods.marginals.data import checked_codes, data_marginal  # noqa: E402
-from dpbench.methods.marginals.workloads import all_kway  # noqa: E402
+from dpbench.methods.marginals.model import MarginalModel  # noqa: E402
+from dpbench.methods.marginals.workloads import all_kway, build_workload  # noqa: E402
+from dpbench.privacy import Accountant  # noqa: E402
+from dpbench.runner.grid import load_entry  # noqa: E402
 
 PEER_VENV = ROOT / ".bench-peers-venv"
 PEER_PIN = "smartnoise-synth==1.0.8"
@@ -60,9 +79,67 @@ PEER_SCRIPT = ROOT / "scripts" / "bench_peers_smartnoise.py"
 
 #: rough seconds per run on 2 idle cores (README, Speed; smartnoise's eps-1 run has taken
 #: 1,224 s idle and did not finish in 45 min under load), for the estimate printed before
-#: starting; None: slower than any sensible limit
-EXPECTED_S = {("smartnoise", 0.1): 300.0, ("smartnoise", 1.0): 1300.0,
-              ("dpbench", 0.1): 35.0, ("dpbench", 1.0): 250.0}
+#: starting; a case without a guess counts as its whole time limit
+EXPECTED_S = {("smartnoise", "adult", 0.1): 300.0, ("smartnoise", "adult", 1.0): 1300.0,
+              ("dpbench", "adult", 0.1): 35.0, ("dpbench", "adult", 1.0): 250.0,
+              ("smartnoise", "mpdp_compas-default", 1.0): 140.0,
+              ("smartnoise", "mpdp_compas-paper", 1.0): 280.0,
+              **{("dpbench", f"mpdp_{d}-{p}", 1.0): 10.0
+                 for d in ("compas", "heart") for p in ("default", "paper")}}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark setting: the rows both implementations fit and how each is told to."""
+
+    key: str                    # "adult" or "<excess-risk dataset>-<profile>"
+    label: str                  # printed and stored
+    frame: pd.DataFrame         # integer codes, the columns AIM models
+    sizes: dict[str, int]
+    eps: float
+    delta: float
+    peer_args: list[str]        # workload, T and cap for bench_peers_smartnoise.py
+    child_args: list[str]       # how this script's --child rebuilds dpbench's fit
+    tv_marginals: dict[int, list[tuple[str, ...]]]   # k -> the k-way marginals scored
+
+    @property
+    def rows(self) -> int:
+        return len(self.frame)
+
+
+def adult_case(eps: float, args: argparse.Namespace) -> Case:
+    """DD-SSP's Adult (trial 0's training split), all pairs, the paper's AIM settings."""
+    frame, sizes = load_train("adult", "paper", args.seed)
+    cap = ["--max-model-size", str(args.max_model_size)]
+    attrs = list(frame.columns)
+    return Case("adult", "Adult, all pairs", frame, sizes, eps, args.delta, cap, cap,
+                {2: all_kway(attrs, 2), 3: all_kway(attrs, 3)})
+
+
+def exrisk_case(dataset: str, profile: str, eps: float) -> Case:
+    """Trial 0 of exrisk_table2 for one dataset: aim_tstr's rows, delta, workload and
+    settings under ``profile``, as the runner builds them (scripts/bench_exrisk.py)."""
+    from bench_exrisk import aim_settings, trial_spec
+
+    from dpbench.methods.regression.aim_synth import AIMSynth
+    from dpbench.runner.execute import import_object, resolve_delta
+
+    spec = trial_spec(dataset, profile, eps)
+    train = import_object(spec.dataset_target)(rng=spec.data_rng(), **spec.dataset_params).train
+    attrs = [*train.encoding.attributes, train.encoding.target]
+    sizes = {a: int(train.domain[a]) for a in attrs}
+    settings = aim_settings(spec)
+    params = AIMSynth(**spec.method_params).params
+    degree = int(str(params["workload"]).removeprefix("all_").removesuffix("way"))
+    max_cells = int(params["max_cells"])
+    workload = build_workload(params["workload"], attrs, domain=sizes, max_cells=max_cells)
+    rounds = settings.rounds or math.ceil(settings.rounds_per_attribute * len(attrs))
+    peer = ["--degree", str(degree), "--max-cells", str(max_cells), "--rounds", str(rounds),
+            "--max-model-size", str(settings.max_model_size)]
+    return Case(f"{dataset}-{profile}", f"{dataset}, {profile} profile", train.discrete[attrs],
+                sizes, eps, resolve_delta(spec.delta, train.n), peer,
+                ["--exrisk", dataset, "--profile", profile],
+                {2: all_kway(attrs, 2), 3: all_kway(attrs, 3), degree: workload})
 
 
 def ensure_peer_venv() -> Path:
@@ -103,20 +180,29 @@ def run_limited(cmd: list[str], limit_s: float, env: dict[str, str]) -> dict[str
     err.seek(0)
     lines = [ln for ln in out.read().splitlines() if ln.startswith("{")]
     result = {"status": status, "wall_s": wall, "peak_mb": usage.ru_maxrss / 1024}
+    errors = err.read()
     if status == "ok" and lines:
         result.update(json.loads(lines[-1]))
     elif status == "failed":
-        result["error"] = err.read()[-2000:]
+        result["error"] = errors[-2000:]
+    elif "] fit started" in errors:   # how far a stopped peer run got: its timed
+        # "[t s] Selected" lines (scripts/bench_peers_smartnoise.py)
+        done = re.findall(r"^\[([0-9.]+) s\] Selected", errors, flags=re.M)
+        result["rounds_done"] = len(done)
+        result["last_round_at_s"] = float(done[-1]) if done else None
+        setup = re.findall(r"^\[([0-9.]+) s\] Initial Sigma", errors, flags=re.M)
+        result["setup_done_at_s"] = float(setup[0]) if setup else None
     return result
 
 
-def tv_error(real: pd.DataFrame, synth: pd.DataFrame, sizes: dict[str, int], k: int) -> float:
-    """Mean total-variation distance over every k-way marginal (normalised tables)."""
+def tv_error(real: pd.DataFrame, synth: pd.DataFrame, sizes: dict[str, int],
+             marginals: list[tuple[str, ...]]) -> float:
+    """Mean total-variation distance over the given marginals (normalised tables)."""
     attrs = list(real.columns)
     rc = checked_codes(real, attrs, sizes)
     sc = checked_codes(synth[attrs].astype(np.int64), attrs, sizes)
     out = []
-    for cl in all_kway(attrs, k):
+    for cl in marginals:
         p = data_marginal(rc, cl, sizes).ravel()
         q = data_marginal(sc, cl, sizes).ravel()
         out.append(0.5 * np.abs(p / p.sum() - q / q.sum()).sum())
@@ -128,10 +214,6 @@ def child_dpbench(args: argparse.Namespace) -> None:
     from bench_aim import BACKEND, CACHE_HIT, COMPILE_EVENTS
     from jax import monitoring
 
-    from dpbench.methods.marginals.aim import AIMSettings, run_aim
-    from dpbench.methods.marginals.workloads import build_workload
-    from dpbench.privacy import Accountant
-
     seen = {"compile_s": 0.0, "programs": 0, "loaded": 0}
 
     def on_duration(name: str, dur: float, **_: object) -> None:
@@ -142,13 +224,8 @@ def child_dpbench(args: argparse.Namespace) -> None:
     monitoring.register_event_duration_secs_listener(on_duration)
     monitoring.register_event_listener(
         lambda name, **_: seen.update(loaded=seen["loaded"] + 1) if name == CACHE_HIT else None)
-    frame = pd.read_csv(args.child[0])
-    sizes = json.loads(Path(args.child[0]).with_suffix(".json").read_text())
-    settings = {**method_settings("ddssp", "paper"), "max_model_size": args.max_model_size}
     t0 = time.perf_counter()
-    model = run_aim(frame, sizes, build_workload("all_pairs", list(frame.columns)),
-                    Accountant(args.eps[0], args.delta, "zcdp"),
-                    np.random.default_rng(args.seed), AIMSettings(**settings))
+    model = fit_exrisk(args) if args.exrisk else fit_adult(args)
     fit_s = time.perf_counter() - t0
     model.sample(args.rows, np.random.default_rng(args.seed + 1)).to_csv(args.child[1],
                                                                          index=False)
@@ -157,20 +234,61 @@ def child_dpbench(args: argparse.Namespace) -> None:
                       "compiled": seen["programs"] - seen["loaded"], "loaded": seen["loaded"]}))
 
 
-def estimate_s(eps: list[float], limit: float, warm: bool) -> float:
-    total = 0.0
-    for e in eps:
+def fit_adult(args: argparse.Namespace) -> MarginalModel:
+    """DD-SSP's paper-profile AIM on the CSV the parent wrote (all pairs, its cap)."""
+    from dpbench.methods.marginals.aim import AIMSettings, run_aim
+
+    frame = pd.read_csv(args.child[0])
+    sizes = json.loads(Path(args.child[0]).with_suffix(".json").read_text())
+    settings = {**method_settings("ddssp", "paper"), "max_model_size": args.max_model_size}
+    return run_aim(frame, sizes, build_workload("all_pairs", list(frame.columns)),
+                   Accountant(args.eps[0], args.delta, "zcdp"),
+                   np.random.default_rng(args.seed), AIMSettings(**settings))
+
+
+def fit_exrisk(args: argparse.Namespace) -> MarginalModel:
+    """aim_tstr's fit of trial 0, as the runner makes it (outside the artifact cache)."""
+    from bench_exrisk import aim_settings, trial_spec
+
+    from dpbench.methods.marginals.release import release_marginals
+    from dpbench.methods.regression.aim_synth import AIMSynth
+    from dpbench.runner.execute import import_object, resolve_delta, target_epsilon
+
+    (dataset,), profile = args.exrisk, args.profile[0]
+    spec = trial_spec(dataset, profile, args.eps[0])
+    split = import_object(spec.dataset_target)(rng=spec.data_rng(), **spec.dataset_params)
+    delta = resolve_delta(spec.delta, split.train.n)
+    params = AIMSynth(**spec.method_params).params
+    model, info = release_marginals(
+        split.train, Accountant(target_epsilon(spec.epsilon, delta, spec.budget_unit), delta,
+                                "zcdp"), spec.method_rng(),
+        mechanism=params["mechanism"], workload=params["workload"],
+        settings=aim_settings(spec), max_cells=params.get("max_cells"))
+    if info["cache_hit"]:
+        raise RuntimeError("the AIM fit came from the artifact cache: nothing was timed")
+    return model
+
+
+def estimate_s(cases: list[Case], limit: float, warm: bool) -> tuple[float, bool]:
+    """Expected seconds of the whole plan, and whether every run had a guess."""
+    total, known = 0.0, True
+    for case in cases:
         for impl in ("smartnoise", "dpbench", *(["dpbench"] if warm else [])):
-            guess = EXPECTED_S.get((impl, e))
+            guess = EXPECTED_S.get((impl, case.key, case.eps))
+            known &= guess is not None
             total += limit if guess is None else min(guess, limit)
-    return total
+    return total, known
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--eps", type=float, nargs="+", default=[0.1, 1.0])
-    ap.add_argument("--delta", type=float, default=1e-5)
-    ap.add_argument("--max-model-size", type=float, default=200.0)
+    ap.add_argument("--delta", type=float, default=1e-5, help="Adult only (exrisk: 1/n^2)")
+    ap.add_argument("--max-model-size", type=float, default=200.0, help="Adult only")
+    ap.add_argument("--exrisk", nargs="+", metavar="DATASET",
+                    help="the excess-risk paper's 4-way fits on these datasets instead")
+    ap.add_argument("--profile", nargs="+", choices=["default", "paper"],
+                    default=["default", "paper"], help="aim_tstr's settings (with --exrisk)")
     ap.add_argument("--limit", type=float, default=1800.0, help="seconds per run")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-warm", dest="warm", action="store_false",
@@ -182,99 +300,131 @@ def main() -> None:
     if args.child:
         child_dpbench(args)
         return
+    if args.exrisk:
+        valid = list(load_entry("experiment", "exrisk_table2")["datasets"])
+        for d in args.exrisk:
+            if d not in valid:
+                ap.error(f"--exrisk {d}: not an exrisk_table2 dataset; valid: {', '.join(valid)}")
+    if any(not e > 0 for e in args.eps):
+        ap.error(f"--eps {args.eps}: every eps must be > 0")
 
     python = ensure_peer_venv()
-    frame, sizes = load_train("adult", "paper", args.seed)
-    rows = len(frame)
-    minutes = estimate_s(args.eps, args.limit, args.warm) / 60
-    print(f"Adult n={rows}, {len(sizes)} attributes, 105 pairs; eps {args.eps}, delta "
-          f"{args.delta}, cap {args.max_model_size} MB, T = 16 d, 1000 iterations, "
-          f"limit {args.limit:.0f} s per run.\nExpected duration: about {minutes:.0f} min "
+    cases = ([exrisk_case(d, prof, e) for d in args.exrisk for prof in args.profile
+              for e in args.eps] if args.exrisk else [adult_case(e, args) for e in args.eps])
+    seconds, known = estimate_s(cases, args.limit, args.warm)
+    for case in cases:
+        print(f"{case.label}: n={case.rows}, {len(case.sizes)} attributes, eps {case.eps}, "
+              f"delta {case.delta:.3g}, smartnoise {' '.join(case.peer_args)}")
+    print(f"Limit {args.limit:.0f} s per run. Expected duration: "
+          f"{'about' if known else 'at most'} {seconds / 60:.0f} min "
           f"(on 2 idle cores; smartnoise takes most of it).", flush=True)
     work = Path(tempfile.mkdtemp(prefix="bench_peers_"))
-    data = work / "adult.csv"
-    frame.to_csv(data, index=False)
-    data.with_suffix(".json").write_text(json.dumps(sizes))
     cache = work / "cache"                         # empty: dpbench's first process is cold
     env = {**os.environ, "DPBENCH_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
     started = datetime.now(UTC).isoformat(timespec="seconds")
     load = os.getloadavg()
     runs = []
-    for eps in args.eps:
-        common = ["--eps", str(eps), "--delta", str(args.delta)]
+    for case in cases:
+        data = work / f"{case.key}.csv"
+        case.frame.to_csv(data, index=False)
+        data.with_suffix(".json").write_text(json.dumps(case.sizes))
+        common = ["--eps", str(case.eps), "--delta", str(case.delta), "--rows", str(case.rows),
+                  "--seed", str(args.seed)]
         plan = [("smartnoise", [str(python), str(PEER_SCRIPT), str(data), "", *common,
-                                "--max-model-size", str(args.max_model_size), "--rows",
-                                str(rows), "--seed", str(args.seed)])]
+                                *case.peer_args])]
         dp = [sys.executable, str(Path(__file__).resolve()), "--child", str(data), "",
-              *common, "--max-model-size", str(args.max_model_size), "--rows", str(rows),
-              "--seed", str(args.seed)]
+              *common, *case.child_args]
         plan.append(("dpbench", dp))
         if args.warm:
             plan.append(("dpbench (compile cache filled)", dp))
         for name, cmd in plan:
-            synth = work / f"{name.split()[0]}_{eps}_{len(runs)}.csv"
+            synth = work / f"{name.split()[0]}_{len(runs)}.csv"
             cmd = [str(synth) if c == "" else c for c in cmd]
-            print(f"  {name} eps {eps} ...", end=" ", flush=True)
+            print(f"  {name}, {case.label}, eps {case.eps} ...", end=" ", flush=True)
             res = run_limited(cmd, args.limit, env)
-            res.update(impl=name, eps=eps)
+            res.update(impl=name, case=case.label, eps=case.eps)
             if res["status"] == "ok":
                 synthetic = pd.read_csv(synth)
-                res["tv2"] = tv_error(frame, synthetic, sizes, 2)
-                res["tv3"] = tv_error(frame, synthetic, sizes, 3)
-                res["tv_2_and_3"] = (res["tv2"] * 105 + res["tv3"] * 455) / 560
+                res["tv"] = {k: tv_error(case.frame, synthetic, case.sizes, m)
+                             for k, m in case.tv_marginals.items()}
+                count = sum(len(m) for m in case.tv_marginals.values())
+                res["tv_mean"] = sum(res["tv"][k] * len(m)
+                                     for k, m in case.tv_marginals.items()) / count
             print(_describe(res, args.limit), flush=True)
             runs.append(res)
     report = {"started": started, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
               "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
               "load_avg_start": load, "load_avg_end": os.getloadavg(),
-              "settings": {"delta": args.delta, "max_model_size": args.max_model_size,
-                           "rounds": "16 d", "iters": 1000, "rows": rows, "seed": args.seed,
-                           "limit_s": args.limit}, "runs": runs}
+              "settings": {"seed": args.seed, "limit_s": args.limit},
+              "cases": [{"label": c.label, "eps": c.eps, "delta": c.delta, "rows": c.rows,
+                         "smartnoise": c.peer_args, "dpbench": c.child_args,
+                         "tv_marginals": {k: len(m) for k, m in c.tv_marginals.items()}}
+                        for c in cases],
+              "runs": runs}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
     print(table(runs, args.limit))
     print(f"written {args.out}")
 
 
-def _describe(res: dict[str, object], limit: float) -> str:
+def _describe(res: dict[str, Any], limit: float) -> str:
     if res["status"] == "timeout":
-        return f"did not finish in {limit:.0f} s (peak {res['peak_mb']:.0f} MB so far)"
+        return (f"did not finish in {limit:.0f} s (peak {res['peak_mb']:.0f} MB so far"
+                f"{_done(res)})")
     if res["status"] != "ok":
         return f"FAILED: {str(res.get('error', ''))[-300:]}"
     jax = (f", JAX compile {res['jax_compile_s']:.1f} s ({res['compiled']} compiled, "
            f"{res['loaded']} loaded)" if "jax_compile_s" in res else "")
+    tv = ", ".join(f"{k}-way {v:.4f}" for k, v in res["tv"].items())
     return (f"{res['wall_s']:.1f} s, peak {res['peak_mb']:.0f} MB, {res['rounds']} rounds, "
-            f"TV 2-way {res['tv2']:.4f}, 3-way {res['tv3']:.4f}{jax}")
+            f"mean TV {tv}{jax}")
 
 
-def table(runs: list[dict[str, object]], limit: float) -> str:
-    """Markdown table: one row per run, then the peer / dpbench ratios per eps."""
-    lines = ["| implementation | eps | wall s | peak MB | rounds | mean TV, 2-way | "
-             "mean TV, 3-way |", "|---|---|---|---|---|---|---|"]
+def _done(res: dict[str, Any]) -> str:
+    """How far a stopped peer run got (set-up, rounds), else ""."""
+    if "rounds_done" not in res:
+        return ""
+    setup = res.get("setup_done_at_s")
+    text = "set-up not done" if setup is None else f"set-up done at {setup:.0f} s"
+    if res["rounds_done"]:
+        done = res["rounds_done"]
+        return (f", {text}, {done} round{'s' * (done > 1)} done, the last at "
+                f"{res['last_round_at_s']:.0f} s")
+    return f", {text}, no round done"
+
+
+def table(runs: list[dict[str, Any]], limit: float) -> str:
+    """Markdown tables: one row per run, then the peer / dpbench ratios per case."""
+    orders = sorted({k for r in runs for k in r.get("tv", {})})
+    lines = ["| case | implementation | eps | wall s | peak MB | rounds | "
+             + " | ".join(f"mean TV, {k}-way" for k in orders) + " |",
+             "|---|---|---|---|---|---|" + "---|" * len(orders)]
     for r in runs:
+        head = f"| {r['case']} | {r['impl']} | {r['eps']} |"
         if r["status"] == "ok":
-            lines.append(f"| {r['impl']} | {r['eps']} | {r['wall_s']:.1f} | "
-                         f"{r['peak_mb']:.0f} | {r['rounds']} | {r['tv2']:.4f} | "
-                         f"{r['tv3']:.4f} |")
+            tv = " | ".join(f"{r['tv'][k]:.4f}" if k in r["tv"] else "" for k in orders)
+            lines.append(f"{head} {r['wall_s']:.1f} | {r['peak_mb']:.0f} | {r['rounds']} | "
+                         f"{tv} |")
         else:
-            what = (f"did not finish in {limit:.0f} s" if r["status"] == "timeout"
+            what = (f"did not finish in {limit:.0f} s{_done(r)}" if r["status"] == "timeout"
                     else "failed")
-            lines.append(f"| {r['impl']} | {r['eps']} | {what} | {r['peak_mb']:.0f} | | | |")
-    lines += ["", "| eps | dpbench run | time: smartnoise / dpbench | peak memory: "
-              "smartnoise / dpbench | mean TV (2+3-way): dpbench / smartnoise |",
-              "|---|---|---|---|---|"]
-    for eps in dict.fromkeys(r["eps"] for r in runs):
-        peer = next(r for r in runs if r["eps"] == eps and r["impl"] == "smartnoise")
-        for ours in (r for r in runs if r["eps"] == eps and r["impl"].startswith("dpbench")):
+            lines.append(f"{head} {what} | {r['peak_mb']:.0f} | |" + " |" * len(orders))
+    lines += ["", "| case | eps | dpbench run | time: smartnoise / dpbench | peak memory: "
+              "smartnoise / dpbench | mean TV (all scored marginals): dpbench / smartnoise |",
+              "|---|---|---|---|---|---|"]
+    for case, eps in dict.fromkeys((r["case"], r["eps"]) for r in runs):
+        mine = [r for r in runs if r["case"] == case and r["eps"] == eps]
+        peer = next(r for r in mine if r["impl"] == "smartnoise")
+        for ours in (r for r in mine if r["impl"].startswith("dpbench")):
             if ours["status"] != "ok":
                 continue
             speed = peer["wall_s"] / ours["wall_s"]
             sign = ">= " if peer["status"] == "timeout" else ""
             mem = peer["peak_mb"] / ours["peak_mb"]
-            err = (f"{ours['tv_2_and_3'] / peer['tv_2_and_3']:.2f}" if peer["status"] == "ok"
+            err = (f"{ours['tv_mean'] / peer['tv_mean']:.2f}" if peer["status"] == "ok"
                    else "n/a")
-            lines.append(f"| {eps} | {ours['impl']} | {sign}{speed:.1f}x | {sign}{mem:.1f}x | "
-                         f"{err} |")
+            lines.append(f"| {case} | {eps} | {ours['impl']} | {sign}{speed:.1f}x | "
+                         f"{sign}{mem:.1f}x | {err} |")
     return "\n".join(lines)
 
 
