@@ -119,7 +119,7 @@ def adult_case(eps: float, args: argparse.Namespace) -> Case:
 def exrisk_case(dataset: str, profile: str, eps: float) -> Case:
     """Trial 0 of exrisk_table2 for one dataset: aim_tstr's rows, delta, workload and
     settings under ``profile``, as the runner builds them (scripts/bench_exrisk.py)."""
-    from bench_exrisk import aim_settings, trial_spec
+    from bench_exrisk import METHOD, aim_settings, trial_spec
 
     from dpbench.methods.regression.aim_synth import AIMSynth
     from dpbench.runner.execute import import_object, resolve_delta
@@ -130,7 +130,10 @@ def exrisk_case(dataset: str, profile: str, eps: float) -> Case:
     sizes = {a: int(train.domain[a]) for a in attrs}
     settings = aim_settings(spec)
     params = AIMSynth(**spec.method_params).params
-    degree = int(str(params["workload"]).removeprefix("all_").removesuffix("way"))
+    kway = re.fullmatch(r"all_(\d+)way", str(params["workload"]))
+    if kway is None:     # smartnoise's workload is all k-way marginals: nothing else maps
+        raise ValueError(f"{METHOD}'s workload {params['workload']!r} is not all_<k>way")
+    degree = int(kway.group(1))
     max_cells = int(params["max_cells"])
     workload = build_workload(params["workload"], attrs, domain=sizes, max_cells=max_cells)
     rounds = settings.rounds or math.ceil(settings.rounds_per_attribute * len(attrs))
