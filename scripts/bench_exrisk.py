@@ -54,6 +54,7 @@ from dpbench.cli import compose_config
 from dpbench.data.base import Split
 from dpbench.methods.classification.default_logistic import default_logistic
 from dpbench.methods.marginals.aim import AIMSettings
+from dpbench.methods.marginals.model import MarginalModel
 from dpbench.methods.marginals.release import release_marginals
 from dpbench.methods.marginals.workloads import build_workload
 from dpbench.methods.outputs import SyntheticTable
@@ -133,18 +134,31 @@ def aim_settings(spec: TrialSpec) -> AIMSettings:
     return settings
 
 
+def trial_data(spec: TrialSpec) -> tuple[Split, float, float]:
+    """(split, epsilon, delta) of a trial, as the runner builds them (delta = 1/n^2)."""
+    split = import_object(spec.dataset_target)(rng=spec.data_rng(), **spec.dataset_params)
+    delta = resolve_delta(spec.delta, split.train.n)
+    return split, target_epsilon(spec.epsilon, delta, spec.budget_unit), delta
+
+
+def release(method: AIMSynth, settings: AIMSettings, split: Split, epsilon: float,
+            delta: float, rng: np.random.Generator) -> MarginalModel:
+    """The AIM model ``method`` releases with ``settings``, fitted here (never a cache hit)."""
+    p = method.params
+    model, info = release_marginals(
+        split.train, Accountant(epsilon, delta, "zcdp"), rng, mechanism=p["mechanism"],
+        workload=p["workload"], settings=settings, max_cells=p.get("max_cells"))
+    if info["cache_hit"]:
+        raise RuntimeError("the AIM fit came from the artifact cache: nothing was timed")
+    return model
+
+
 def aim_fit(method: AIMSynth, settings: AIMSettings, split: Split, epsilon: float,
             delta: float, rng: np.random.Generator, clock: CompileClock) -> dict[str, Any]:
     """One AIM release as ``method`` makes it, with ``settings`` (no artifact cache): the
     model and its timings."""
     clock.reset()
-    p = method.params
-    ledger = Accountant(epsilon, delta, "zcdp")
-    (model, info), wall = timed(lambda: release_marginals(
-        split.train, ledger, rng, mechanism=p["mechanism"], workload=p["workload"],
-        settings=settings, max_cells=p.get("max_cells")))
-    if info["cache_hit"]:
-        raise RuntimeError("the AIM fit came from the artifact cache: nothing was timed")
+    model, wall = timed(lambda: release(method, settings, split, epsilon, delta, rng))
     rounds = [float(r["seconds"]) for r in model.info["trace"]]
     return {
         "model": model, "fit_s": wall, "rounds": int(model.info["rounds"]),
@@ -168,9 +182,7 @@ def aim_fit(method: AIMSynth, settings: AIMSettings, split: Split, epsilon: floa
 def one_repeat(spec: TrialSpec, settings: AIMSettings, clock: CompileClock,
                status: Callable[[str], None]) -> dict[str, Any]:
     """Every timing of one (dataset, profile) once: cold + warm AIM fit, sampling, LR."""
-    split = import_object(spec.dataset_target)(rng=spec.data_rng(), **spec.dataset_params)
-    delta = resolve_delta(spec.delta, split.train.n)
-    epsilon = target_epsilon(spec.epsilon, delta, spec.budget_unit)
+    split, epsilon, delta = trial_data(spec)
     method = AIMSynth(**spec.method_params)
     task_params = TASKS["tstr"].resolve_params(spec.task_params)
 

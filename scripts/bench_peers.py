@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import re
@@ -119,13 +118,13 @@ def adult_case(eps: float, args: argparse.Namespace) -> Case:
 def exrisk_case(dataset: str, profile: str, eps: float) -> Case:
     """Trial 0 of exrisk_table2 for one dataset: aim_tstr's rows, delta, workload and
     settings under ``profile``, as the runner builds them (scripts/bench_exrisk.py)."""
-    from bench_exrisk import METHOD, aim_settings, trial_spec
+    from bench_exrisk import METHOD, aim_settings, trial_data, trial_spec
 
     from dpbench.methods.regression.aim_synth import AIMSynth
-    from dpbench.runner.execute import import_object, resolve_delta
 
     spec = trial_spec(dataset, profile, eps)
-    train = import_object(spec.dataset_target)(rng=spec.data_rng(), **spec.dataset_params).train
+    split, _, delta = trial_data(spec)
+    train = split.train
     attrs = [*train.encoding.attributes, train.encoding.target]
     sizes = {a: int(train.domain[a]) for a in attrs}
     settings = aim_settings(spec)
@@ -136,11 +135,11 @@ def exrisk_case(dataset: str, profile: str, eps: float) -> Case:
     degree = int(kway.group(1))
     max_cells = int(params["max_cells"])
     workload = build_workload(params["workload"], attrs, domain=sizes, max_cells=max_cells)
-    rounds = settings.rounds or math.ceil(settings.rounds_per_attribute * len(attrs))
+    rounds = settings.total_rounds(len(attrs))
     peer = ["--degree", str(degree), "--max-cells", str(max_cells), "--rounds", str(rounds),
             "--max-model-size", str(settings.max_model_size)]
     return Case(f"{dataset}-{profile}", f"{dataset}, {profile} profile", train.discrete[attrs],
-                sizes, eps, resolve_delta(spec.delta, train.n), peer,
+                sizes, eps, delta, peer,
                 ["--exrisk", dataset, "--profile", profile],
                 {2: all_kway(attrs, 2), 3: all_kway(attrs, 3), degree: workload})
 
@@ -251,25 +250,14 @@ def fit_adult(args: argparse.Namespace) -> MarginalModel:
 
 def fit_exrisk(args: argparse.Namespace) -> MarginalModel:
     """aim_tstr's fit of trial 0, as the runner makes it (outside the artifact cache)."""
-    from bench_exrisk import aim_settings, trial_spec
+    from bench_exrisk import aim_settings, release, trial_data, trial_spec
 
-    from dpbench.methods.marginals.release import release_marginals
     from dpbench.methods.regression.aim_synth import AIMSynth
-    from dpbench.runner.execute import import_object, resolve_delta, target_epsilon
 
-    (dataset,), profile = args.exrisk, args.profile[0]
-    spec = trial_spec(dataset, profile, args.eps[0])
-    split = import_object(spec.dataset_target)(rng=spec.data_rng(), **spec.dataset_params)
-    delta = resolve_delta(spec.delta, split.train.n)
-    params = AIMSynth(**spec.method_params).params
-    model, info = release_marginals(
-        split.train, Accountant(target_epsilon(spec.epsilon, delta, spec.budget_unit), delta,
-                                "zcdp"), spec.method_rng(),
-        mechanism=params["mechanism"], workload=params["workload"],
-        settings=aim_settings(spec), max_cells=params.get("max_cells"))
-    if info["cache_hit"]:
-        raise RuntimeError("the AIM fit came from the artifact cache: nothing was timed")
-    return model
+    spec = trial_spec(args.exrisk[0], args.profile[0], args.eps[0])
+    split, epsilon, delta = trial_data(spec)
+    return release(AIMSynth(**spec.method_params), aim_settings(spec), split, epsilon, delta,
+                   spec.method_rng())
 
 
 def estimate_s(cases: list[Case], limit: float, warm: bool) -> tuple[float, bool]:

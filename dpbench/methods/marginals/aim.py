@@ -94,6 +94,11 @@ class AIMSettings:
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
+    def total_rounds(self, attributes: int) -> int:
+        """T for data with this many attributes: ``rounds``, else ``rounds_per_attribute``
+        x attributes rounded up."""
+        return self.rounds or math.ceil(self.rounds_per_attribute * attributes)
+
 
 class _Estimator:
     """Wraps the chosen mbi estimator and turns its output into a MarginalModel."""
@@ -149,7 +154,7 @@ def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Cli
 
     rho = accountant.remaining()
     start_spent = accountant.rho_spent
-    rounds = s.rounds or math.ceil(s.rounds_per_attribute * len(attrs))
+    rounds = s.total_rounds(len(attrs))
     sigma = math.sqrt(rounds / (2 * s.alpha * rho))
     eps = math.sqrt(8 * (1 - s.alpha) * rho / rounds)
     estimate = _Estimator(attrs, sizes, s, seed=int(rng.integers(2**31)))
