@@ -3,7 +3,7 @@
 JAX's persistent compilation cache (compile_cache.py) skips only the XLA backend compile:
 before it can look a program up, every process traces the Python function to a jaxpr and
 lowers it to StableHLO, and for AIM's small fits that is about 40% of a later process's
-run (one program per model structure; README, Speed). :func:`call` skips those two steps
+run (one program per model structure; docs/speed.md). :func:`call` skips those two steps
 too: the first process that runs a program exports it (the lowered StableHLO, serialised
 with ``jax.export``) to ``<cache_root>/jax-export/<key>``; any later process with the same
 key deserialises it and calls it. The key is a sha256 of the program's description (the

@@ -76,7 +76,7 @@ PEER_DEPS = ["mbi>=1.1,<2", "smartnoise-sql>=1.0.10", "Faker>=17.0.0", "disjoint
              "pac-synth>=0.0.8,<0.0.9"]
 PEER_SCRIPT = ROOT / "scripts" / "bench_peers_smartnoise.py"
 
-#: rough seconds per run on 2 idle cores (README, Speed; smartnoise's eps-1 run has taken
+#: rough seconds per run on 2 idle cores (docs/speed.md; smartnoise's eps-1 run has taken
 #: 1,224 s idle and did not finish in 45 min under load), for the estimate printed before
 #: starting; a case without a guess counts as its whole time limit
 EXPECTED_S = {("smartnoise", "adult", 0.1): 300.0, ("smartnoise", "adult", 1.0): 1300.0,

@@ -28,7 +28,7 @@ from pathlib import Path  # noqa: E402
 with warnings.catch_warnings():
     # mbi warns when the cache is on ("many small compiled programs ... counterproductive");
     # measured here it is not: a program per AIM model structure, ~50 KB each, and a later
-    # process's fit loads them instead of compiling (README, Speed).
+    # process's fit loads them instead of compiling (docs/speed.md).
     warnings.filterwarnings("ignore", message="JAX persistent compilation cache")
     import mbi  # noqa: E402
 import numpy as np  # noqa: E402
