@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -39,16 +41,13 @@ from dpbench.methods.query_release.template import NEIGHBOURS
 from dpbench.privacy.accountant import Accountant
 from dpbench.tasks import TASKS
 
-DOMAIN = {"a": 2, "b": 3, "c": 4, "d": 2}
+sys.path.insert(0, str(Path(__file__).parent))
+from test_query_release_methods import DOMAIN, tiny_frame  # noqa: E402
 
 
 def tiny_data(n: int = 2000, seed: int = 0) -> TabularData:
-    """Correlated codes over DOMAIN (b and c follow a), with the raw encoding (target d)."""
-    r = np.random.default_rng(seed)
-    a = r.integers(0, 2, n)
-    b = np.where(r.random(n) < 0.8, a, r.integers(0, 3, n))
-    c = np.where(r.random(n) < 0.7, 2 * a + (b > 0), r.integers(0, 4, n))
-    frame = pd.DataFrame({"a": a, "b": b, "c": c, "d": r.integers(0, 2, n)})
+    """tiny_frame's correlated codes over DOMAIN with the raw encoding (target d)."""
+    frame = tiny_frame(n, seed)
     enc = build_encoding(DOMAIN, "d", (), None, "raw")
     X, y = enc.encode(frame)
     return TabularData(X=X, y=y, x_bound=3.0, y_bound=1.0, feature_names=enc.columns,

@@ -34,13 +34,18 @@ from dpbench.tasks import TASKS
 DOMAIN = {"a": 2, "b": 3, "c": 4, "d": 2}
 
 
-def tiny_data(n: int = 2000, seed: int = 0) -> TabularData:
+def tiny_frame(n: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Correlated codes over DOMAIN (b and c follow a), so the answers are far from uniform."""
     r = np.random.default_rng(seed)
     a = r.integers(0, 2, n)
     b = np.where(r.random(n) < 0.8, a, r.integers(0, 3, n))
     c = np.where(r.random(n) < 0.7, 2 * a + (b > 0), r.integers(0, 4, n))
-    frame = pd.DataFrame({"a": a, "b": b, "c": c, "d": r.integers(0, 2, n)})
+    return pd.DataFrame({"a": a, "b": b, "c": c, "d": r.integers(0, 2, n)})
+
+
+def tiny_data(n: int = 2000, seed: int = 0) -> TabularData:
+    """tiny_frame's codes as the features (no encoding)."""
+    frame = tiny_frame(n, seed)
     return TabularData(X=frame.to_numpy(float), y=np.zeros(n), x_bound=1.0, y_bound=1.0,
                        feature_names=tuple(DOMAIN), target="d", discrete=frame,
                        domain=dict(DOMAIN))
