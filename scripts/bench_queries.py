@@ -17,28 +17,15 @@ Run: python scripts/bench_queries.py [--repeats 20]
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
 
 import numpy as np
+from _timing import timed
 from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
 from dpbench.data.query_release import load_query_data
 from dpbench.methods.query_release.queries import QuerySet, resolve_workload
 from dpbench.runner.grid import _merged_params, load_entry, task_view
-
-
-def timed(fn: Callable[[], object], repeats: int) -> float:
-    """Median wall time of ``fn()`` over ``repeats`` runs (after one warm-up)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def queries(name: str) -> tuple[QuerySet, object]:

@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _timing import timed
 from joblib.externals.loky import get_reusable_executor
 from threadpoolctl import threadpool_limits
 
@@ -48,17 +49,6 @@ from dpbench.runner.grid import expand, load_entry
 from dpbench.runner.local import run_local
 from dpbench.runner.store import ResultStore
 from dpbench.tasks import TASKS
-
-
-def timed(fn, repeats: int) -> float:
-    """Median wall time of ``fn()`` over ``repeats`` runs (after one warm-up)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main() -> None:
