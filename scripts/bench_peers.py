@@ -298,6 +298,10 @@ def main() -> None:
                 ap.error(f"--exrisk {d}: not an exrisk_table2 dataset; valid: {', '.join(valid)}")
     if any(not e > 0 for e in args.eps):
         ap.error(f"--eps {args.eps}: every eps must be > 0")
+    if not 0 < args.delta < 1:
+        ap.error(f"--delta {args.delta}: must be in (0, 1)")
+    if not args.limit > 0:
+        ap.error(f"--limit {args.limit}: must be > 0 seconds")
 
     python = ensure_peer_venv()
     cases = ([exrisk_case(d, prof, e) for d in args.exrisk for prof in args.profile
