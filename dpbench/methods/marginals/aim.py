@@ -67,6 +67,9 @@ class AIMSettings:
     mixture_components: int = 10      # as private-pgm's MixtureInference default
     mixture_lr: float = 1.0           # Adam step size (as MixtureInference)
     oracle: str = "hugin"             # marginal oracle of the mrf estimator (_mbi.ORACLES)
+    #: models up to this many cells use the program shared by their size class (flat.py;
+    #: hugin only); 0: mbi's program per model structure for every fit
+    shared_max_cells: int = _mbi.SHARED_MAX_CELLS
 
     def __post_init__(self) -> None:
         if not self.max_model_size > 0:
@@ -87,6 +90,9 @@ class AIMSettings:
             raise ValueError("mixture_components must be >= 1 and mixture_lr > 0")
         if self.oracle not in _mbi.ORACLES:
             raise ValueError(f"oracle={self.oracle!r}; valid: {', '.join(_mbi.ORACLES)}")
+        if self.shared_max_cells < 0:
+            raise ValueError(f"shared_max_cells={self.shared_max_cells} must be >= 0 "
+                             "(0: mbi's program per model structure)")
         if self.oracle != "hugin" and self.estimator != "mrf":
             raise ValueError(f"oracle={self.oracle!r} applies to estimator='mrf' only "
                              f"(got estimator={self.estimator!r}, which has no oracle)")
@@ -121,7 +127,8 @@ class _Estimator:
             warm = None if self.fit is None else self.fit.potentials
             before = _mbi.FALLBACKS[s.oracle]
             self.fit = _mbi.estimate_mrf(self.domain, measurements, iters=iters,
-                                         warm_start=warm, oracle=s.oracle)
+                                         warm_start=warm, oracle=s.oracle,
+                                         shared_max_cells=s.shared_max_cells)
             self.fallbacks += _mbi.FALLBACKS[s.oracle] - before
             cliques, tables, total = _mbi.mrf_tables(self.fit)
             model = MarginalModel(self.attrs, self.sizes, "mrf", total, cliques=cliques,

@@ -36,7 +36,7 @@ ARTIFACT_VERSION = 1
 #: method parameter -> settings field, per mechanism (None-valued params keep defaults)
 AIM_PARAMS = ("max_model_size", "max_iters", "final_iters", "rounds", "rounds_per_attribute",
               "alpha", "estimator",
-              "mixture_components", "mixture_lr", "oracle")
+              "mixture_components", "mixture_lr", "oracle", "shared_max_cells")
 MST_PARAMS = ("max_iters", "select_iters", "compress", "threshold")
 
 
@@ -86,6 +86,9 @@ def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.
     # the seed, so fits with either oracle draw the same noise; a non-default one gets its own
     # artifact (absent for hugin, so earlier artifacts keep their keys and seeds).
     oracle = chosen.pop("oracle", "hugin")
+    # Likewise the estimation program (flat.py's shared one for small models, or mbi's per
+    # structure): same noise, its own artifact, since the fits differ in summation order.
+    shared = chosen.pop("shared_max_cells", 0) * (oracle == "hugin")
     fields = {
         "artifact": "marginal-release", "version": ARTIFACT_VERSION, "mechanism": mechanism,
         "workload": workload if mechanism == "aim" else None, "settings": chosen,
@@ -116,6 +119,8 @@ def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.
                  "data": data_fingerprint(frame, attrs, sizes)}
         if oracle != "hugin":
             keyed["oracle"] = oracle
+        if shared:
+            keyed["shared_max_cells"] = int(shared)
         arrays, meta, hit = ctx.store.get_or_create(
             keyed, lambda: fit(np.random.default_rng(seed)).to_arrays())
         model = MarginalModel.from_arrays(arrays, meta)

@@ -32,7 +32,9 @@ class MarginalMethod(LinearModel):
     paper's): AIM ``max_model_size`` (MB), ``max_iters``, ``final_iters``,
     ``rounds``, ``rounds_per_attribute``, ``alpha``, ``estimator`` (mrf | mixture),
     ``mixture_components``, ``mixture_lr``, ``oracle`` (hugin | semistable: the mrf
-    estimator's belief propagation, same mechanism and noise, different arithmetic); MST
+    estimator's belief propagation, same mechanism and noise, different arithmetic),
+    ``shared_max_cells`` (models up to this many cells are fitted by one program per size
+    class, flat.py, instead of one per structure; 0: always per structure); MST
     ``max_iters``, ``select_iters``, ``compress``, ``threshold``.
     """
 

@@ -1,0 +1,134 @@
+"""The shared size-class estimation program (dpbench/methods/marginals/flat.py) against mbi.
+
+flat.py runs HUGIN with the junction tree as data (index arrays) so that every model of a
+size class uses one compiled program. It must give mbi's HUGIN marginals on any tree
+(forests, stars, chains, single cliques), the iterates of OneOracleMirrorDescent (same
+potentials up to rounding until a line-search decision flips on rounding), mbi's warm
+start, and one compiled program for two structures of one size class.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from marginal_fixtures import noisy_measurements
+
+from dpbench.methods.marginals import _mbi, flat
+from dpbench.methods.marginals._mbi import ORACLES, OneOracleMirrorDescent
+from dpbench.methods.marginals.aim import AIMSettings
+
+STRUCTURES = {
+    "cycle": [("a", "b"), ("b", "c"), ("a", "c"), ("c", "d", "e"), ("a", "e")],
+    "forest": [("a", "b"), ("c", "d"), ("e",)],
+    "star": [("a", "b"), ("a", "c"), ("a", "d"), ("a", "e")],
+    "chain": [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")],
+    "one clique": [("a", "b", "c", "d", "e")],
+    "one-way": [("a",), ("b",), ("c",), ("d",), ("e",)],
+}
+
+
+def _random_potentials(domain: object, cliques: list, seed: int, scale: float) -> object:
+    rng = np.random.default_rng(seed)
+    zeros = _mbi.mbi.CliqueVector.zeros(domain, cliques)
+    return _mbi.mbi.CliqueVector(domain, cliques, {
+        cl: _mbi.mbi.Factor(zeros[cl].domain, jnp.asarray(rng.normal(0, scale, zeros[cl].domain.shape)))
+        for cl in cliques})
+
+
+def _flat_theta(pl: flat.Plan, pot: object) -> np.ndarray:
+    theta = np.zeros(pl.size)
+    for c, off in zip(pl.cliques, pl.offsets, strict=True):
+        v = np.asarray(pot[c].values).ravel()
+        theta[off: off + v.size] = v
+    return theta
+
+
+@pytest.mark.parametrize("name", list(STRUCTURES))
+@pytest.mark.parametrize(("seed", "scale"), [(0, 0.5), (1, 5.0), (2, 30.0)])
+def test_marginals_equal_hugins(name, seed, scale):
+    """On random log-potentials N(0, scale^2) (seeded), the flat oracle's marginals of a
+    total of 1000 equal mbi's message_passing_hugin's to 1e-9 counts, on every structure."""
+    cliques = STRUCTURES[name]
+    domain, measurements = noisy_measurements(seed, cliques)
+    loss_fn = _mbi.marginal_loss.from_linear_measurements(measurements, domain)
+    pot = _random_potentials(domain, list(loss_fn.cliques), seed, scale)
+    pl = flat.plan(domain, measurements, loss_fn.cliques)
+    arrays = {k: jnp.asarray(v) for k, v in pl.arrays.items()}
+    mu = np.asarray(flat.oracle(jnp.asarray(_flat_theta(pl, pot)), 1000.0, arrays))
+    ref = ORACLES["hugin"](pot, 1000.0)
+    for c, shape, off in zip(pl.cliques, pl.shapes, pl.offsets, strict=True):
+        got = mu[off: off + int(np.prod(shape))].reshape(shape)
+        np.testing.assert_allclose(got, np.asarray(ref[c].values), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["cycle", "forest", "star"])
+@pytest.mark.parametrize("warm", [False, True])
+def test_fit_follows_one_oracle_mirror_descent(name, warm):
+    """50 steps from a cold start, or from a warm start over fewer cliques (mbi's
+    _extract_potentials), give mbi's potentials to 1e-8 and marginals to 1e-8 counts: the
+    same iterates up to rounding (seeded measurements, n = 500)."""
+    cliques = [("a",), ("b",), ("c",), ("d",), ("e",), *STRUCTURES[name]]
+    domain, measurements = noisy_measurements(3, cliques)
+    start = None
+    if warm:
+        start = _mbi.estimate_mrf(domain, measurements[:6], iters=20).potentials
+    ours = flat.estimate(domain, measurements, 50, start)
+    theirs = _mbi._estimate(OneOracleMirrorDescent(), domain, measurements, 50, start)
+    for c in theirs.potentials.cliques:
+        np.testing.assert_allclose(np.asarray(ours.potentials[c].values),
+                                   np.asarray(theirs.potentials[c].values), rtol=0, atol=1e-8)
+        np.testing.assert_allclose(np.asarray(ours.marginals[c].values),
+                                   np.asarray(theirs.marginals[c].values), rtol=0, atol=1e-8)
+    assert float(ours.total) == pytest.approx(float(theirs.total), rel=1e-15)
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_same_optimum_as_mbi(seed):
+    """After 2,000 steps (long enough for rounding to flip some line-search decisions) the
+    loss of our fit and of mbi's program agree to 1e-4 relative (seeded)."""
+    cliques = [("a",), ("b",), ("c",), ("d",), ("e",), *STRUCTURES["cycle"]]
+    domain, measurements = noisy_measurements(seed, cliques)
+    loss_fn = _mbi.marginal_loss.from_linear_measurements(measurements, domain)
+    ours = flat.estimate(domain, measurements, 2000)
+    theirs = _mbi._estimate(OneOracleMirrorDescent(), domain, measurements, 2000, None)
+    assert float(loss_fn(ours.marginals)) == pytest.approx(float(loss_fn(theirs.marginals)),
+                                                           rel=1e-4)
+
+
+def test_one_program_serves_two_structures_of_a_size_class():
+    """Two different clique sets of one size class run one compiled program: the second
+    fit neither exports nor compiles (the program store's and jax's counts)."""
+    a = [("a",), ("b",), ("c",), ("d",), ("e",), ("a", "e"), ("b", "c")]
+    b = [("a",), ("b",), ("c",), ("d",), ("e",), ("a", "c"), ("b", "e")]
+    (dom, ma), (_, mb) = noisy_measurements(6, a), noisy_measurements(7, b)
+    pa = flat.plan(dom, ma, _mbi.marginal_loss.from_linear_measurements(ma, dom).cliques)
+    pb = flat.plan(dom, mb, _mbi.marginal_loss.from_linear_measurements(mb, dom).cliques)
+    assert (pa.size, pa.levels, pa.width) == (pb.size, pb.levels, pb.width)
+    assert pa.cliques != pb.cliques
+    flat.estimate(dom, ma, 7)
+    before = dict(_mbi.program_store.stats)
+    fits = flat.stats["fits"]
+    flat.estimate(dom, mb, 7)
+    assert flat.stats["fits"] == fits + 1
+    assert _mbi.program_store.stats == before
+
+
+def test_estimate_mrf_takes_the_shared_program_below_the_threshold_only():
+    """shared_max_cells routes hugin fits of models up to that many cells to flat.py, larger
+    models and other oracles to mbi's program per structure."""
+    cliques = [("a",), ("b",), ("c",), ("d",), ("e",), ("a", "b")]
+    domain, measurements = noisy_measurements(8, cliques)
+    cells = _mbi.model_size_mb(domain, cliques) * 2**20 / 8
+    for kwargs, used in [({"shared_max_cells": int(cells)}, 1),
+                         ({"shared_max_cells": int(cells) - 1}, 0),
+                         ({"shared_max_cells": int(cells), "oracle": "semistable"}, 0),
+                         ({}, 0)]:
+        fits = flat.stats["fits"]
+        _mbi.estimate_mrf(domain, measurements, iters=5, **kwargs)
+        assert flat.stats["fits"] - fits == used, kwargs
+
+
+def test_negative_threshold_is_refused():
+    with pytest.raises(ValueError, match="shared_max_cells=-1 must be >= 0"):
+        AIMSettings(shared_max_cells=-1)
