@@ -13,7 +13,8 @@ size, total seconds, seconds in estimation, in candidate selection, and in JAX
 compilation (tracing + lowering + XLA backend compile or persistent-cache load, from
 jax.monitoring; then each of the three), how many programs were compiled and how many
 loaded from the persistent cache, how many estimation programs were exported and how many
-loaded from the program store (dpbench/compile_cache.py, program_store.py;
+loaded from the program store, how many fits ran flat.py's shared size-class program
+(dpbench/compile_cache.py, program_store.py;
 ``DPBENCH_CACHE_DIR`` picks its root, e.g. a fresh directory for a cold start;
 ``DPBENCH_JAX_CACHE=off`` disables both), the mean / max seconds per round, and a digest
 of the fit (measured cliques, charges, model tables): equal digests mean identical fits,
@@ -59,7 +60,7 @@ import jax  # noqa: E402
 from jax import monitoring  # noqa: E402
 
 from dpbench import program_store  # noqa: E402
-from dpbench.methods.marginals import _mbi  # noqa: E402
+from dpbench.methods.marginals import _mbi, flat  # noqa: E402
 from dpbench.methods.marginals.aim import AIMSettings, run_aim  # noqa: E402
 from dpbench.methods.marginals.release import AIM_PARAMS  # noqa: E402
 from dpbench.methods.marginals.workloads import build_workload  # noqa: E402
@@ -135,6 +136,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--rounds-per-attribute", type=float)
     ap.add_argument("--oracle", help="marginal oracle of the estimator (_mbi.ORACLES)")
+    ap.add_argument("--shared-max-cells", type=int,
+                    help="models up to this many cells use flat.py's shared program "
+                         "(0: mbi's program per structure for every fit)")
     ap.add_argument("--dataset", default="adult", help="a conf/dataset yaml (default: adult)")
     ap.add_argument("--workload", default="all_pairs",
                     help="a workloads.py name, e.g. all_pairs (DD-SSP's), all_triples, all_4way")
@@ -149,7 +153,8 @@ def main() -> None:
         logging.getLogger("jax").setLevel(logging.WARNING)
 
     settings = method_settings("ddssp", args.profile)
-    for key in ("max_model_size", "max_iters", "rounds", "rounds_per_attribute", "oracle"):
+    for key in ("max_model_size", "max_iters", "rounds", "rounds_per_attribute", "oracle",
+                "shared_max_cells"):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
     frame, sizes = load_train(args.dataset, args.profile, args.seed)
@@ -170,13 +175,14 @@ def main() -> None:
           f"{compile_cache.jax_cache_dir() if compile_cache.enabled() else 'off'}")
     header = ("eps", "rounds", "annealed", "cliques", "model_MB", "total_s", "estim_s",
               "select_s", "jax_compile_s", "trace_s", "lower_s", "backend_s", "compiled",
-              "loaded", "exported", "export_loaded", "round_mean_s", "round_max_s", "fallbacks",
-              "digest")
+              "loaded", "exported", "export_loaded", "shared_fits", "round_mean_s", "round_max_s",
+              "fallbacks", "digest")
     print(" | ".join(header))
     for eps in args.eps:
         context["eps"] = eps
         compile_s.clear()
         exported, loaded = program_store.stats["exported"], program_store.stats["loaded"]
+        shared = flat.stats["fits"]
         fallbacks = sum(_mbi.FALLBACKS.values())
         acc = Accountant(eps, args.delta, "zcdp")
         t0 = time.perf_counter()
@@ -192,6 +198,7 @@ def main() -> None:
                *(round(compile_s[e], 2) for e in reversed(COMPILE_EVENTS)),
                compile_s[BACKEND + ":n"] - compile_s["hits"], compile_s["hits"],
                program_store.stats["exported"] - exported, program_store.stats["loaded"] - loaded,
+               flat.stats["fits"] - shared,
                round(float(np.mean(per_round)), 2), round(float(np.max(per_round)), 2),
                sum(_mbi.FALLBACKS.values()) - fallbacks, fit_digest(model))
         print(" | ".join(str(x) for x in row), flush=True)

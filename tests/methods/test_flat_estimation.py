@@ -32,7 +32,8 @@ def _random_potentials(domain: object, cliques: list, seed: int, scale: float) -
     rng = np.random.default_rng(seed)
     zeros = _mbi.mbi.CliqueVector.zeros(domain, cliques)
     return _mbi.mbi.CliqueVector(domain, cliques, {
-        cl: _mbi.mbi.Factor(zeros[cl].domain, jnp.asarray(rng.normal(0, scale, zeros[cl].domain.shape)))
+        cl: _mbi.mbi.Factor(zeros[cl].domain,
+                            jnp.asarray(rng.normal(0, scale, zeros[cl].domain.shape)))
         for cl in cliques})
 
 
@@ -104,7 +105,7 @@ def test_one_program_serves_two_structures_of_a_size_class():
     (dom, ma), (_, mb) = noisy_measurements(6, a), noisy_measurements(7, b)
     pa = flat.plan(dom, ma, _mbi.marginal_loss.from_linear_measurements(ma, dom).cliques)
     pb = flat.plan(dom, mb, _mbi.marginal_loss.from_linear_measurements(mb, dom).cliques)
-    assert (pa.size, pa.levels, pa.width) == (pb.size, pb.levels, pb.width)
+    assert pa.shape_class == pb.shape_class
     assert pa.cliques != pb.cliques
     flat.estimate(dom, ma, 7)
     before = dict(_mbi.program_store.stats)
@@ -132,3 +133,17 @@ def test_estimate_mrf_takes_the_shared_program_below_the_threshold_only():
 def test_negative_threshold_is_refused():
     with pytest.raises(ValueError, match="shared_max_cells=-1 must be >= 0"):
         AIMSettings(shared_max_cells=-1)
+
+
+def test_other_queries_keep_mbis_program():
+    """A measurement that is not of a marginal itself (here mbi's WeightedQuery) is refused
+    by flat.py in one line, and estimate_mrf fits such a model with mbi's program."""
+    domain, measurements = noisy_measurements(9, [("a",), ("a", "b")])
+    m = measurements[1]
+    weighted = _mbi.LinearMeasurement(m.noisy_measurement, m.clique, m.stddev,
+                                      query=_mbi.marginal_loss.WeightedQuery(np.ones(6)))
+    with pytest.raises(ValueError, match="identity queries only"):
+        flat.estimate(domain, [measurements[0], weighted], 5)
+    fits = flat.stats["fits"]
+    _mbi.estimate_mrf(domain, [measurements[0], weighted], iters=5, shared_max_cells=10**6)
+    assert flat.stats["fits"] == fits

@@ -254,14 +254,16 @@ def estimate_mrf(domain: mbi.Domain, measurements: list[LinearMeasurement], *, i
     marginal from any oracle but hugin is redone with hugin (counted in FALLBACKS).
 
     With the hugin oracle, a model of at most ``shared_max_cells`` junction-tree cells is
-    fitted by flat.estimate: the same iterates (up to summation order) from a program shared
-    by every model of its size class, instead of one compiled program per structure."""
-    cells = model_size_mb(domain, list(dict.fromkeys(tuple(m.clique) for m in measurements))
-                          ) * 2**20 / 8
-    if oracle == "hugin" and cells <= shared_max_cells:
+    fitted by flat.estimate (identity measurements only): the same iterates (up to summation
+    order) from a program shared by every model of its size class, instead of one compiled
+    program per structure."""
+    if oracle == "hugin" and shared_max_cells > 0:
         from dpbench.methods.marginals import flat  # flat builds on this module
-        release_compiled_programs_if_needed()
-        return flat.estimate(domain, measurements, _iters(iters), warm_start)
+        cliques = list(dict.fromkeys(tuple(m.clique) for m in measurements))
+        if (model_size_mb(domain, cliques) * 2**20 / 8 <= shared_max_cells
+                and all(map(flat.identity, measurements))):
+            release_compiled_programs_if_needed()
+            return flat.estimate(domain, measurements, _iters(iters), warm_start)
     fit = _estimate(OneOracleMirrorDescent(oracle=oracle), domain, measurements, iters,
                     warm_start)
     if oracle != "hugin" and not _finite(fit):

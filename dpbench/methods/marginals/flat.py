@@ -16,8 +16,10 @@ and mirror descent with the Armijo rule of _mbi.OneOracleMirrorDescent (same ini
 2 / (L * total), same acceptance test, one oracle call per step), so a fit reaches the same
 optimum as mbi's program (tested), up to summation order.
 
-Its cost per oracle call grows with depth x cells, where mbi's fused program is ~cells: it
-is used for models up to MAX_CELLS (estimate_mrf), larger ones keep mbi's programs.
+Its cost per oracle call grows with depth x level width (padded), where mbi's fused program
+is ~cells: _mbi.estimate_mrf uses it for models up to ``shared_max_cells`` cells (default
+_mbi.SHARED_MAX_CELLS), and larger ones keep mbi's program per structure. Measurements must
+be identity queries (AIM's and MST's are).
 """
 
 from __future__ import annotations
@@ -33,9 +35,7 @@ import numpy as np
 
 from dpbench import program_store
 from dpbench.methods.marginals import _mbi
-
-Clique = tuple[str, ...]
-
+from dpbench.methods.marginals.workloads import Clique
 
 #: least padded depth and level width: small models share one program (their steps are cheap)
 LEAST_LEVELS, LEAST_WIDTH = 4, 512
@@ -67,8 +67,8 @@ def _pad(parts: Sequence[np.ndarray], length: int, fill: int) -> np.ndarray:
 class Plan:
     """The index arrays of one model structure (numpy, padded) and how to unflatten.
 
-    Every flat vector has ``size`` slots and every level ``width`` pairs; the last slot is
-    a dummy that padding entries point to, so padding never touches a real cell.
+    Every flat vector is padded to a power of two; its last slot is a dummy that padding
+    entries point to, so padding never touches a real cell.
     """
 
     cliques: tuple[Clique, ...]          # the loss's cliques (mbi's potentials' cliques)
@@ -77,7 +77,19 @@ class Plan:
     arrays: dict[str, np.ndarray]
     size: int
     levels: int
-    width: int
+    width: tuple[int, int]               # padded pairs per level: child cells, parent cells
+    meas_size: int                       # measured cells (and measurement pairs), padded
+    sep_size: int                        # separator cells, padded
+
+    @property
+    def shape_class(self) -> tuple[int, ...]:
+        """What the compiled program depends on: plans with equal classes share it."""
+        return (self.size, self.levels, *self.width, self.meas_size, self.sep_size)
+
+
+def identity(measurement: object) -> bool:
+    """Whether a measurement is of a marginal itself (mbi's DatavectorQuery)."""
+    return isinstance(measurement.query, _mbi.marginal_loss.DatavectorQuery)
 
 
 def _cells(sizes: dict[str, int], c: Sequence[str]) -> int:
@@ -157,6 +169,9 @@ def plan(domain: object, measurements: Sequence[object], cliques: Sequence[Cliqu
     k = 0
     for meas in measurements:
         mc = tuple(meas.clique)
+        if not identity(meas):
+            raise ValueError(f"measurement on {mc}: flat.py takes identity queries only "
+                             f"(got {meas.query!r})")
         c = mc if mc in m_off else min(        # the clique mbi's CliqueVector.project reads
             (cl for cl in cliques if set(mc) <= set(cl)), key=lambda cl: _cells(sizes, cl))
         y = np.asarray(meas.noisy_measurement, dtype=float).ravel()
@@ -169,36 +184,38 @@ def plan(domain: object, measurements: Sequence[object], cliques: Sequence[Cliqu
         ws.append(np.full(y.size, 1.0 / max(float(meas.stddev), 1e-12)))
         k += y.size
 
-    counts = [n, m, k, s, sum(map(len, exp_src)), sum(map(len, meas_src))]
-    size = _pow2(max(counts) + 1)
-    width = _pow2(max([sum(map(len, g)) for g in groups["cc"] + groups["pc"]], default=1),
-                  LEAST_WIDTH)
+    # padded sizes, each a power of two: cells and potentials (with their expansion pairs),
+    # measurements (with their pairs), separators, and per level the child / parent pairs
+    size = _pow2(max(n, m, sum(map(len, exp_src))) + 1)
+    meas_size = _pow2(max(k, sum(map(len, meas_src))) + 1)
+    sep_size = _pow2(s + 1)
+    width = {key: _pow2(max([sum(map(len, g)) for g in groups[key]], default=1), LEAST_WIDTH)
+             for key in ("cc", "pc")}
     depth_pad = _pow2(levels, LEAST_LEVELS)
-    dummy = size - 1
 
-    def stack(key: str) -> np.ndarray:
-        rows = [_pad(g, width, dummy) for g in groups[key]]
-        return np.stack(rows + [np.full(width, dummy, dtype=np.int64)] * (depth_pad - levels))
+    def stack(key: str, like: str, fill: int) -> np.ndarray:
+        rows = [_pad(g, width[like], fill) for g in groups[key]]
+        return np.stack(rows + [np.full(width[like], fill, dtype=np.int64)]
+                        * (depth_pad - levels))
 
-    def dense(parts: list[np.ndarray], fill: float = 0.0) -> np.ndarray:
-        out = np.full(size, fill)
-        flat = np.concatenate(parts)
-        out[: flat.size] = flat
-        return out
+    def dense(parts: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate([*parts, np.zeros(meas_size - k)])
 
     root = next(c for c, p in parent.items() if p is None)
     mask = np.zeros(size, dtype=bool)
     mask[b_off[root]: b_off[root] + _cells(sizes, root)] = True
     arrays = {
-        "exp_src": _pad(exp_src, size, dummy), "exp_dst": _pad(exp_dst, size, dummy),
-        "meas_src": _pad(meas_src, size, dummy), "meas_dst": _pad(meas_dst, size, dummy),
-        "child_cell": stack("cc"), "child_sep": stack("cs"),
-        "par_cell": stack("pc"), "par_sep": stack("ps"),
-        "root": mask, "real": np.arange(size) < n, "y": dense(ys), "w": dense(ws),
+        "exp_src": _pad(exp_src, size, size - 1), "exp_dst": _pad(exp_dst, size, size - 1),
+        "meas_src": _pad(meas_src, meas_size, size - 1),
+        "meas_dst": _pad(meas_dst, meas_size, meas_size - 1),
+        "child_cell": stack("cc", "cc", size - 1), "child_sep": stack("cs", "cc", sep_size - 1),
+        "par_cell": stack("pc", "pc", size - 1), "par_sep": stack("ps", "pc", sep_size - 1),
+        "seps": np.zeros(sep_size), "root": mask, "real": np.arange(size) < n,
+        "y": dense(ys), "w": dense(ws),
     }
     shapes = tuple(tuple(sizes[a] for a in c) for c in cliques)
     return Plan(tuple(cliques), shapes, tuple(m_off[c] for c in cliques), arrays, size,
-                depth_pad, width)
+                depth_pad, (width["cc"], width["pc"]), meas_size, sep_size)
 
 
 def _lse(x: jax.Array, seg: jax.Array, num: int) -> jax.Array:
@@ -210,7 +227,8 @@ def _lse(x: jax.Array, seg: jax.Array, num: int) -> jax.Array:
 
 def oracle(theta: jax.Array, total: jax.Array, a: dict[str, jax.Array]) -> jax.Array:
     """HUGIN marginals (flat, over the loss's cliques) of the potentials ``theta``."""
-    n = m = s = theta.shape[0]
+    n = m = theta.shape[0]
+    s = a["seps"].shape[0]
     B = jax.ops.segment_sum(theta[a["exp_src"]], a["exp_dst"], n)
     levels = (a["child_cell"], a["child_sep"], a["par_cell"], a["par_sep"])
 
@@ -220,7 +238,7 @@ def oracle(theta: jax.Array, total: jax.Array, a: dict[str, jax.Array]) -> jax.A
         msg = _lse(B[cc], cs, s)
         return (B.at[pc].add(msg[ps]), jnp.where(jnp.isneginf(msg), U, msg)), None
 
-    (B, U), _ = jax.lax.scan(up, (B, jnp.zeros_like(theta)), levels, reverse=True)
+    (B, U), _ = jax.lax.scan(up, (B, a["seps"]), levels, reverse=True)
 
     def down(B: jax.Array, lv: tuple) -> tuple:         # root's children first
         cc, cs, pc, ps = lv
