@@ -241,8 +241,10 @@ def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[Linea
 
 
 #: Default of ``shared_max_cells``: models up to this many junction-tree cells are fitted by
-#: the shared size-class program (flat.py). Chosen from per-fit timings on Adult (docs/speed.md).
-SHARED_MAX_CELLS = 2**14
+#: the shared size-class program (flat.py). From per-fit timings of AIM's Adult fits
+#: (docs/speed.md): up to ~3,100 cells a shared program's fit is as fast as mbi's compiled
+#: one (and needs no compile); at ~8,000 cells its oracle is ~3.7x slower.
+SHARED_MAX_CELLS = 4096
 
 
 def estimate_mrf(domain: mbi.Domain, measurements: list[LinearMeasurement], *, iters: int,

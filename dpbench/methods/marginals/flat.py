@@ -37,8 +37,10 @@ from dpbench import program_store
 from dpbench.methods.marginals import _mbi
 from dpbench.methods.marginals.workloads import Clique
 
-#: least padded depth and level width: small models share one program (their steps are cheap)
-LEAST_LEVELS, LEAST_WIDTH = 4, 512
+#: least padded sizes (levels, pairs per level, cells, measured cells, separator cells):
+#: small models share one program, since their steps are cheap either way (on Adult this
+#: brings AIM's 24 eps-0.1 fits to 3 programs)
+LEAST_LEVELS, LEAST_WIDTH, LEAST_SIZE, LEAST_MEAS, LEAST_SEPS = 4, 512, 1024, 2048, 256
 
 
 def _pow2(n: int, least: int = 8) -> int:
@@ -186,9 +188,9 @@ def plan(domain: object, measurements: Sequence[object], cliques: Sequence[Cliqu
 
     # padded sizes, each a power of two: cells and potentials (with their expansion pairs),
     # measurements (with their pairs), separators, and per level the child / parent pairs
-    size = _pow2(max(n, m, sum(map(len, exp_src))) + 1)
-    meas_size = _pow2(max(k, sum(map(len, meas_src))) + 1)
-    sep_size = _pow2(s + 1)
+    size = _pow2(max(n, m, sum(map(len, exp_src))) + 1, LEAST_SIZE)
+    meas_size = _pow2(max(k, sum(map(len, meas_src))) + 1, LEAST_MEAS)
+    sep_size = _pow2(s + 1, LEAST_SEPS)
     width = {key: _pow2(max([sum(map(len, g)) for g in groups[key]], default=1), LEAST_WIDTH)
              for key in ("cc", "pc")}
     depth_pad = _pow2(levels, LEAST_LEVELS)
