@@ -20,9 +20,10 @@ loaded from the program store, how many fits ran flat.py's shared size-class pro
 of the fit (measured cliques, charges, model tables): equal digests mean identical fits,
 e.g. before and after a change.
 
-``--per-fit FILE`` appends one JSON line per estimation (model cells, iterations, seconds
-including the wait for the result, compile-event seconds), e.g. to compare the two oracles
-(``--oracle hugin`` / ``semistable``) fit by fit.
+``--per-fit FILE`` appends one JSON line per estimation (model cells, iterations, whether the
+shared program ran it, seconds including the wait for the result, compile-event seconds),
+e.g. to compare the two oracles (``--oracle hugin`` / ``semistable``) or the two programs
+(``--shared-max-cells 0``) fit by fit.
 
 Compile time in a later process: run the same command twice with one cache directory.
 Like the ``dpbench`` command, the script re-executes itself with ``PYTHONHASHSEED=0`` when
@@ -86,26 +87,28 @@ def fit_digest(model: object) -> str:
 
 def record_fits(path: Path, compile_s: collections.Counter[str], context: dict) -> None:
     """Wrap the estimation entry point so each fit appends a JSON line to ``path``: its
-    model's cells, iterations, wall seconds and compile-event seconds (trace + lower +
-    backend or cache load), after the keys of ``context`` (updated by the caller), e.g. to
-    compare oracles fit by fit on the same rounds."""
-    inner = _mbi._estimate
+    model's cells, iterations, whether flat.py's shared program ran it, wall seconds and
+    compile-event seconds (trace + lower + backend or cache load), after the keys of
+    ``context`` (updated by the caller), e.g. to compare oracles fit by fit on the same
+    rounds."""
+    inner = _mbi.estimate_mrf
 
-    def timed(estimator: object, domain: object, measurements: list, iters: int,
-              warm_start: object) -> object:
+    def timed(domain: object, measurements: list, *, iters: int, **kwargs: object) -> object:
         cliques = list(dict.fromkeys(tuple(m.clique) for m in measurements))
         before = sum(compile_s[e] for e in COMPILE_EVENTS)
+        shared = flat.stats["fits"]
         t0 = time.perf_counter()
-        fit = inner(estimator, domain, measurements, iters, warm_start)
+        fit = inner(domain, measurements, iters=iters, **kwargs)
         jax.block_until_ready(jax.tree_util.tree_leaves((fit.potentials, fit.marginals)))
         row = {**context, "cells": _mbi.model_size_mb(domain, cliques) * 2**20 / 8,
-               "cliques": len(cliques), "iters": iters, "seconds": time.perf_counter() - t0,
+               "cliques": len(cliques), "iters": iters, "shared": flat.stats["fits"] > shared,
+               "seconds": time.perf_counter() - t0,
                "compile_s": sum(compile_s[e] for e in COMPILE_EVENTS) - before}
         with path.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         return fit
 
-    _mbi._estimate = timed
+    _mbi.estimate_mrf = timed
 
 
 def load_train(dataset: str, profile: str, seed: int) -> tuple[pd.DataFrame, dict[str, int]]:

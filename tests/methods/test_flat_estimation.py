@@ -147,3 +147,33 @@ def test_other_queries_keep_mbis_program():
     fits = flat.stats["fits"]
     _mbi.estimate_mrf(domain, [measurements[0], weighted], iters=5, shared_max_cells=10**6)
     assert flat.stats["fits"] == fits
+
+
+def test_program_keeps_the_seed_and_gets_its_own_artifact(tmp_path):
+    """In one cell, DD-SSP with the shared program (default) and with mbi's program per
+    structure (shared_max_cells=0) draws the same noise (the program is not part of the
+    release's seed), so the coefficients agree to 1e-6 (the fits differ by rounding), pays
+    the same charges, and each is its own artifact (one never answers the other's request)."""
+    from marginal_fixtures import discrete_data
+
+    from dpbench.methods.regression.ddssp import DDSSP
+    from dpbench.privacy import Accountant
+    from dpbench.runner.artifacts import artifact_context
+
+    data = discrete_data(np.random.default_rng(0), 2000, {"x1": 3, "x2": 4, "y": 5}, "y",
+                         categorical=("x2",))
+    fast = {"max_iters": 100, "max_model_size": 1.0}
+    fits, accs = {}, {}
+    with artifact_context(cell="cell-0", root=tmp_path):
+        for cells in (_mbi.SHARED_MAX_CELLS, 0):
+            accs[cells] = Accountant(1.0, 1e-5, "zcdp")
+            before = flat.stats["fits"]
+            fits[cells] = DDSSP(**fast, shared_max_cells=cells).fit(
+                data, accs[cells], np.random.default_rng(1))
+            assert (flat.stats["fits"] > before) == (cells > 0)
+    shared, per_structure = fits[_mbi.SHARED_MAX_CELLS].info(), fits[0].info()
+    assert not shared["cache_hit"] and not per_structure["cache_hit"]
+    assert shared["artifact_key"] != per_structure["artifact_key"]
+    np.testing.assert_allclose(fits[0].coef_, fits[_mbi.SHARED_MAX_CELLS].coef_, atol=1e-6)
+    assert ([(c.label, c.rho) for c in accs[0].charges]
+            == [(c.label, c.rho) for c in accs[_mbi.SHARED_MAX_CELLS].charges])
