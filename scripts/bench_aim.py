@@ -91,7 +91,7 @@ def record_fits(path: Path, compile_s: collections.Counter[str], context: dict) 
     compile-event seconds (trace + lower + backend or cache load), after the keys of
     ``context`` (updated by the caller), e.g. to compare oracles fit by fit on the same
     rounds."""
-    inner = _mbi.estimate_mrf
+    inner = flat.estimate_mrf
 
     def timed(domain: object, measurements: list, *, iters: int, **kwargs: object) -> object:
         cliques = list(dict.fromkeys(tuple(m.clique) for m in measurements))
@@ -108,7 +108,7 @@ def record_fits(path: Path, compile_s: collections.Counter[str], context: dict) 
             fh.write(json.dumps(row) + "\n")
         return fit
 
-    _mbi.estimate_mrf = timed
+    flat.estimate_mrf = timed
 
 
 def load_train(dataset: str, profile: str, seed: int) -> tuple[pd.DataFrame, dict[str, int]]:

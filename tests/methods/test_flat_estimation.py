@@ -116,17 +116,18 @@ def test_one_program_serves_two_structures_of_a_size_class():
 
 
 def test_estimate_mrf_takes_the_shared_program_below_the_threshold_only():
-    """shared_max_cells routes hugin fits of models up to that many cells to flat.py, larger
-    models and other oracles to mbi's program per structure."""
+    """flat.estimate_mrf routes hugin fits of models up to shared_max_cells cells to the
+    shared program, larger models, other oracles and shared_max_cells=0 to mbi's program
+    per structure."""
     cliques = [("a",), ("b",), ("c",), ("d",), ("e",), ("a", "b")]
     domain, measurements = noisy_measurements(8, cliques)
     cells = _mbi.model_size_mb(domain, cliques) * 2**20 / 8
     for kwargs, used in [({"shared_max_cells": int(cells)}, 1),
                          ({"shared_max_cells": int(cells) - 1}, 0),
                          ({"shared_max_cells": int(cells), "oracle": "semistable"}, 0),
-                         ({}, 0)]:
+                         ({"shared_max_cells": 0}, 0), ({}, 1)]:
         fits = flat.stats["fits"]
-        _mbi.estimate_mrf(domain, measurements, iters=5, **kwargs)
+        flat.estimate_mrf(domain, measurements, iters=5, **kwargs)
         assert flat.stats["fits"] - fits == used, kwargs
 
 
@@ -137,7 +138,7 @@ def test_negative_threshold_is_refused():
 
 def test_other_queries_keep_mbis_program():
     """A measurement that is not of a marginal itself (here mbi's WeightedQuery) is refused
-    by flat.py in one line, and estimate_mrf fits such a model with mbi's program."""
+    by flat.py in one line, and flat.estimate_mrf fits such a model with mbi's program."""
     domain, measurements = noisy_measurements(9, [("a",), ("a", "b")])
     m = measurements[1]
     weighted = _mbi.LinearMeasurement(m.noisy_measurement, m.clique, m.stddev,
@@ -145,7 +146,7 @@ def test_other_queries_keep_mbis_program():
     with pytest.raises(ValueError, match="identity queries only"):
         flat.estimate(domain, [measurements[0], weighted], 5)
     fits = flat.stats["fits"]
-    _mbi.estimate_mrf(domain, [measurements[0], weighted], iters=5, shared_max_cells=10**6)
+    flat.estimate_mrf(domain, [measurements[0], weighted], iters=5, shared_max_cells=10**6)
     assert flat.stats["fits"] == fits
 
 
@@ -165,15 +166,15 @@ def test_program_keeps_the_seed_and_gets_its_own_artifact(tmp_path):
     fast = {"max_iters": 100, "max_model_size": 1.0}
     fits, accs = {}, {}
     with artifact_context(cell="cell-0", root=tmp_path):
-        for cells in (_mbi.SHARED_MAX_CELLS, 0):
+        for cells in (flat.SHARED_MAX_CELLS, 0):
             accs[cells] = Accountant(1.0, 1e-5, "zcdp")
             before = flat.stats["fits"]
             fits[cells] = DDSSP(**fast, shared_max_cells=cells).fit(
                 data, accs[cells], np.random.default_rng(1))
             assert (flat.stats["fits"] > before) == (cells > 0)
-    shared, per_structure = fits[_mbi.SHARED_MAX_CELLS].info(), fits[0].info()
+    shared, per_structure = fits[flat.SHARED_MAX_CELLS].info(), fits[0].info()
     assert not shared["cache_hit"] and not per_structure["cache_hit"]
     assert shared["artifact_key"] != per_structure["artifact_key"]
-    np.testing.assert_allclose(fits[0].coef_, fits[_mbi.SHARED_MAX_CELLS].coef_, atol=1e-6)
+    np.testing.assert_allclose(fits[0].coef_, fits[flat.SHARED_MAX_CELLS].coef_, atol=1e-6)
     assert ([(c.label, c.rho) for c in accs[0].charges]
-            == [(c.label, c.rho) for c in accs[_mbi.SHARED_MAX_CELLS].charges])
+            == [(c.label, c.rho) for c in accs[flat.SHARED_MAX_CELLS].charges])

@@ -240,32 +240,12 @@ def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[Linea
         packages=("mbi", "optax"), compiler_options=FAST_COMPILE if fast else None)
 
 
-#: Default of ``shared_max_cells``: models up to this many junction-tree cells are fitted by
-#: the shared size-class program (flat.py). From per-fit timings of AIM's Adult fits
-#: (docs/speed.md): up to ~3,100 cells a shared program's fit is as fast as mbi's compiled
-#: one (and needs no compile); at ~8,000 cells its oracle is ~3.7x slower.
-SHARED_MAX_CELLS = 4096
-
-
 def estimate_mrf(domain: mbi.Domain, measurements: list[LinearMeasurement], *, iters: int,
-                 warm_start: object | None = None, oracle: str = "hugin",
-                 shared_max_cells: int = 0) -> object:
+                 warm_start: object | None = None, oracle: str = "hugin") -> object:
     """Private-PGM estimation (mirror descent with Armijo steps, one oracle call per step:
     OneOracleMirrorDescent) of a Markov random field, ``iters`` steps; the total is estimated
     from the identity measurements (unbounded DP). A fit with a non-finite potential or
-    marginal from any oracle but hugin is redone with hugin (counted in FALLBACKS).
-
-    With the hugin oracle, a model of at most ``shared_max_cells`` junction-tree cells is
-    fitted by flat.estimate (identity measurements only): the same iterates (up to summation
-    order) from a program shared by every model of its size class, instead of one compiled
-    program per structure."""
-    if oracle == "hugin" and shared_max_cells > 0:
-        from dpbench.methods.marginals import flat  # flat builds on this module
-        cliques = list(dict.fromkeys(tuple(m.clique) for m in measurements))
-        if (model_size_mb(domain, cliques) * 2**20 / 8 <= shared_max_cells
-                and all(map(flat.identity, measurements))):
-            release_compiled_programs_if_needed()
-            return flat.estimate(domain, measurements, _iters(iters), warm_start)
+    marginal from any oracle but hugin is redone with hugin (counted in FALLBACKS)."""
     fit = _estimate(OneOracleMirrorDescent(oracle=oracle), domain, measurements, iters,
                     warm_start)
     if oracle != "hugin" and not _finite(fit):

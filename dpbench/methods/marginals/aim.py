@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from dpbench.methods.marginals import _mbi
+from dpbench.methods.marginals import _mbi, flat
 from dpbench.methods.marginals.data import checked_codes, data_marginal
 from dpbench.methods.marginals.model import MarginalModel, RhoCharge
 from dpbench.methods.marginals.model_size import MAX_ATTRIBUTES, model_sizes_mb
@@ -69,7 +69,7 @@ class AIMSettings:
     oracle: str = "hugin"             # marginal oracle of the mrf estimator (_mbi.ORACLES)
     #: models up to this many cells use the program shared by their size class (flat.py;
     #: hugin only); 0: mbi's program per model structure for every fit
-    shared_max_cells: int = _mbi.SHARED_MAX_CELLS
+    shared_max_cells: int = flat.SHARED_MAX_CELLS
 
     def __post_init__(self) -> None:
         if not self.max_model_size > 0:
@@ -126,7 +126,7 @@ class _Estimator:
         if s.estimator == "mrf":
             warm = None if self.fit is None else self.fit.potentials
             before = _mbi.FALLBACKS[s.oracle]
-            self.fit = _mbi.estimate_mrf(self.domain, measurements, iters=iters,
+            self.fit = flat.estimate_mrf(self.domain, measurements, iters=iters,
                                          warm_start=warm, oracle=s.oracle,
                                          shared_max_cells=s.shared_max_cells)
             self.fallbacks += _mbi.FALLBACKS[s.oracle] - before

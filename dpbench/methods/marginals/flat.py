@@ -17,8 +17,8 @@ and mirror descent with the Armijo rule of _mbi.OneOracleMirrorDescent (same ini
 optimum as mbi's program (tested), up to summation order.
 
 Its cost per oracle call grows with depth x level width (padded), where mbi's fused program
-is ~cells: _mbi.estimate_mrf uses it for models up to ``shared_max_cells`` cells (default
-_mbi.SHARED_MAX_CELLS), and larger ones keep mbi's program per structure. Measurements must
+is ~cells: :func:`estimate_mrf` uses it for models up to ``shared_max_cells`` cells (default
+SHARED_MAX_CELLS), and larger ones keep mbi's program per structure. Measurements must
 be identity queries (AIM's and MST's are).
 """
 
@@ -36,6 +36,12 @@ import numpy as np
 from dpbench import program_store
 from dpbench.methods.marginals import _mbi
 from dpbench.methods.marginals.workloads import Clique
+
+#: Default of ``shared_max_cells``: models up to this many junction-tree cells are fitted by
+#: the shared size-class program. From per-fit timings of AIM's Adult fits (docs/speed.md):
+#: up to ~3,100 cells a shared program's fit is as fast as mbi's compiled one (and needs no
+#: compile); at ~8,000 cells its oracle is ~3.7x slower.
+SHARED_MAX_CELLS = 4096
 
 #: least padded sizes (levels, pairs per level, cells, measured cells, separator cells):
 #: small models share one program, since their steps are cheap either way (on Adult this
@@ -334,3 +340,20 @@ def estimate(domain: object, measurements: list, iters: int,
 
     return _mbi.mbi.MarkovRandomField(potentials=vector(theta), marginals=vector(mu),
                                       total=known_total)
+
+
+def estimate_mrf(domain: object, measurements: list, *, iters: int,
+                 warm_start: object | None = None, oracle: str = "hugin",
+                 shared_max_cells: int = SHARED_MAX_CELLS) -> object:
+    """_mbi.estimate_mrf, except that with the hugin oracle a model of at most
+    ``shared_max_cells`` junction-tree cells whose measurements are all identity queries
+    is fitted by :func:`estimate`: the same iterates (up to summation order) from a program
+    shared by every model of its size class, instead of one compiled program per structure.
+    ``shared_max_cells=0`` always takes mbi's program."""
+    if oracle == "hugin" and shared_max_cells > 0 and all(map(identity, measurements)):
+        cliques = list(dict.fromkeys(tuple(m.clique) for m in measurements))
+        if _mbi.model_size_mb(domain, cliques) * 2**20 / 8 <= shared_max_cells:
+            _mbi.release_compiled_programs_if_needed()
+            return estimate(domain, measurements, _mbi._iters(iters), warm_start)
+    return _mbi.estimate_mrf(domain, measurements, iters=iters, warm_start=warm_start,
+                             oracle=oracle)
