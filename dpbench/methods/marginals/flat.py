@@ -35,6 +35,7 @@ import numpy as np
 
 from dpbench import program_store
 from dpbench.methods.marginals import _mbi
+from dpbench.methods.marginals.junction import Table
 from dpbench.methods.marginals.workloads import Clique
 
 #: Default of ``shared_max_cells``: models up to this many junction-tree cells are fitted by
@@ -49,7 +50,7 @@ SHARED_MAX_CELLS = 4096
 LEAST_LEVELS, LEAST_WIDTH, LEAST_SIZE, LEAST_MEAS, LEAST_SEPS = 4, 512, 1024, 2048, 256
 
 
-def _pow2(n: int, least: int = 8) -> int:
+def _pow2(n: int, least: int) -> int:
     return max(least, 1 << max(0, int(n) - 1).bit_length())
 
 
@@ -306,11 +307,7 @@ def _warm(plan: Plan, domain: object, warm_start: object | None) -> np.ndarray:
         acc = np.zeros(shape)
         for oc in mapping[c]:
             f = old[oc]
-            v = np.asarray(f.values, dtype=float)
-            attrs = list(f.domain.attributes)
-            v = np.transpose(v, [attrs.index(a) for a in c if a in attrs])
-            kept = [a for a in c if a in attrs]
-            acc = acc + v.reshape([shape[i] if a in kept else 1 for i, a in enumerate(c)])
+            acc = acc + Table(f.domain.attributes, np.asarray(f.values)).aligned(c)
         theta[off: off + acc.size] = acc.ravel()
     return theta
 
