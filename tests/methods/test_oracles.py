@@ -50,6 +50,33 @@ def test_semistable_marginals_equal_hugins(seed, scale):
                                    rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize(("seed", "scale"), [(0, 0.5), (2, 50.0), (3, 500.0), (4, 2000.0)])
+def test_guarded_marginals_equal_hugins(seed, scale):
+    """guarded gives hugin's marginals (total 1000) to 1e-9 counts on random potentials,
+    including spreads (scale 500 and 2000, seeded) where semistable's are NaN in a clique."""
+    pot = _potentials(seed, scale)
+    hugin = ORACLES["hugin"](pot, 1000.0)
+    guarded = ORACLES["guarded"](pot, 1000.0)
+    for cl in CLIQUES:
+        np.testing.assert_allclose(np.asarray(guarded[cl].values),
+                                   np.asarray(hugin[cl].values), rtol=0, atol=1e-9)
+    if scale >= 500:      # the guard mattered: semistable alone fails on these potentials
+        semi = ORACLES["semistable"](pot, 1000.0)
+        assert not all(np.isfinite(np.asarray(semi[cl].values)).all() for cl in CLIQUES)
+
+
+def test_guarded_is_semistable_where_nothing_underflows():
+    """Where no message underflows, guarded takes semistable's branch in every message:
+    the same arithmetic, so bit-identical marginals (the guard costs no accuracy there and
+    the fast path is the one that runs)."""
+    pot = _potentials(1, 5.0)
+    semi = ORACLES["semistable"](pot, 1000.0)
+    guarded = ORACLES["guarded"](pot, 1000.0)
+    for cl in CLIQUES:
+        np.testing.assert_array_equal(np.asarray(guarded[cl].values),
+                                      np.asarray(semi[cl].values))
+
+
 def _underflowing() -> tuple[object, list]:
     """Potentials on which semistable's beliefs are 0 everywhere (NaN once normalised):
     in the clique {a, b, c}, f_bc puts -1000 on c = 0 and f_ac puts -1000 on c = 1 (both
@@ -72,6 +99,21 @@ def test_the_underflow_case_is_real():
     hugin = ORACLES["hugin"](pot, 100.0)
     assert np.isnan(np.asarray(semi[("a", "b")].values)).all()
     assert np.isfinite(np.asarray(hugin[("a", "b")].values)).all()
+
+
+def test_guarded_answers_the_underflow_case_without_a_fallback():
+    """On the hand-built case the guard takes HUGIN's arithmetic for the underflowing
+    messages: hugin's marginals (1e-9), and a fit that needs no refit (no fallback)."""
+    pot, measurements = _underflowing()
+    guarded = ORACLES["guarded"](pot, 100.0)
+    hugin = ORACLES["hugin"](pot, 100.0)
+    for cl in pot.cliques:
+        np.testing.assert_allclose(np.asarray(guarded[cl].values),
+                                   np.asarray(hugin[cl].values), rtol=0, atol=1e-9)
+    before = _mbi.FALLBACKS["guarded"]
+    fit = _mbi.estimate_mrf(pot.domain, measurements, iters=20, warm_start=pot,
+                            oracle="guarded")
+    assert _mbi.FALLBACKS["guarded"] == before and _mbi._finite(fit)
 
 
 def test_non_finite_fit_is_redone_with_hugin():
@@ -98,15 +140,16 @@ def test_semistable_fit_reaches_hugins_optimum():
     domain, measurements = noisy_measurements(3, [(a,) for a in MD_ATTRS] + CLIQUES)
     fits = {o: _mbi.estimate_mrf(domain, measurements, iters=300, oracle=o) for o in ORACLES}
     for cl in fits["hugin"].marginals.cliques:
-        np.testing.assert_allclose(np.asarray(fits["semistable"].marginals[cl].values),
-                                   np.asarray(fits["hugin"].marginals[cl].values),
-                                   rtol=0, atol=1e-4 * 500)
+        for o in ("semistable", "guarded"):
+            np.testing.assert_allclose(np.asarray(fits[o].marginals[cl].values),
+                                       np.asarray(fits["hugin"].marginals[cl].values),
+                                       rtol=0, atol=1e-4 * 500)
 
 
 def test_unknown_oracle_is_refused_with_the_choices():
-    with pytest.raises(ValueError, match="oracle='bp'; valid: hugin, semistable"):
+    with pytest.raises(ValueError, match="oracle='bp'; valid: hugin, semistable, guarded"):
         OneOracleMirrorDescent(oracle="bp")
-    with pytest.raises(ValueError, match="oracle='bp'; valid: hugin, semistable"):
+    with pytest.raises(ValueError, match="oracle='bp'; valid: hugin, semistable, guarded"):
         AIMSettings(oracle="bp")
     with pytest.raises(ValueError, match="applies to estimator='mrf' only"):
         AIMSettings(oracle="semistable", estimator="mixture")

@@ -148,9 +148,41 @@ def release_compiled_programs_if_needed() -> bool:
 #: as einsums of exp(potential - max), ~3x faster per call on AIM's Adult models, but
 #: exp underflows to 0 where factors disagree by > ~745 in log space (mbi's docs: "can
 #: produce NaN when factor magnitudes span a very wide range"); estimate_mrf then refits
-#: with hugin.
+#: with hugin. ``guarded`` is message_passing_implicit with einsum_guarded: semistable's
+#: einsums for every message that does not underflow, HUGIN's logsumexp for one that does
+#: (decided per message at run time), so HUGIN's marginals to rounding on every input.
+#: Smallest exp-normalised sum that einsum_guarded trusts. Terms lost to underflow are each
+#: < 2.3e-308 (float64's smallest normal), so against a sum >= 1e-200 all of them together
+#: move its log by < 1e-100 per term: semistable's answer is then exact to rounding.
+GUARD_MIN_SUM = 1e-200
+
+
+def einsum_guarded(log_factors: list[mbi.Factor], dom: mbi.Domain) -> mbi.Factor:
+    """Log-space sum-product of ``log_factors`` onto ``dom``: mbi's ``einsum_semistable``
+    (exp of each factor minus its per-output maximum, one einsum, log) for a message in
+    which no output cell's normalised sum falls below GUARD_MIN_SUM, else mbi's
+    ``einsum_materialized`` (the factors added into one table, then logsumexp: HUGIN's
+    arithmetic) for that message. One ``lax.cond`` per message, so only the branch taken
+    runs: semistable's speed where it is exact, HUGIN's stability where it is not."""
+    maxes = [f.max(f.domain.marginalize(dom.attributes).attributes) for f in log_factors]
+    scaled = marginal_oracles.sum_product([(f - m).exp() for f, m in
+                                           zip(log_factors, maxes, strict=True)], dom)
+    exact = jax.numpy.all(scaled.values >= GUARD_MIN_SUM)
+    values = jax.lax.cond(
+        exact,
+        lambda: (scaled.log() + sum(maxes)).transpose(dom.attributes).values,
+        lambda: marginal_oracles.einsum_materialized(log_factors, dom).values)
+    return mbi.Factor(dom, values)
+
+
 ORACLES = {"hugin": marginal_oracles.message_passing_hugin,
-           "semistable": marginal_oracles.message_passing_fast}
+           "semistable": marginal_oracles.message_passing_fast,
+           "guarded": functools.partial(marginal_oracles.message_passing_implicit,
+                                        contraction=einsum_guarded)}
+
+#: Oracles whose marginals are HUGIN's up to rounding on every input (semistable's are not
+#: where it underflows): their small models may take flat.py's shared HUGIN program.
+EXACT_ORACLES = ("hugin", "guarded")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from dpbench.data.base import TabularData
+from dpbench.methods.marginals._mbi import EXACT_ORACLES
 from dpbench.methods.marginals.aim import AIMSettings, run_aim
 from dpbench.methods.marginals.model import MarginalModel
 from dpbench.methods.marginals.mst import MSTSettings, run_mst
@@ -88,7 +89,7 @@ def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.
     oracle = chosen.pop("oracle", "hugin")
     # Likewise the estimation program (flat.py's shared one for small models, or mbi's per
     # structure): same noise, its own artifact, since the fits differ in summation order.
-    shared = chosen.pop("shared_max_cells", 0) * (oracle == "hugin")
+    shared = chosen.pop("shared_max_cells", 0) * (oracle in EXACT_ORACLES)
     fields = {
         "artifact": "marginal-release", "version": ARTIFACT_VERSION, "mechanism": mechanism,
         "workload": workload if mechanism == "aim" else None, "settings": chosen,
