@@ -22,7 +22,7 @@ e.g. before and after a change.
 
 ``--per-fit FILE`` appends one JSON line per estimation (model cells, iterations, whether the
 shared program ran it, seconds including the wait for the result, compile-event seconds),
-e.g. to compare the two oracles (``--oracle hugin`` / ``semistable``) or the two programs
+e.g. to compare the oracles (``--oracle hugin`` / ``guarded`` / ``semistable``) or the two programs
 (``--shared-max-cells 0``) fit by fit.
 
 Compile time in a later process: run the same command twice with one cache directory.
@@ -169,7 +169,7 @@ def main() -> None:
     monitoring.register_event_listener(
         lambda name, **_: compile_s.update({"hits": 1}) if name == CACHE_HIT else None)
 
-    context = {"oracle": settings.get("oracle", "hugin")}
+    context = {"oracle": settings.get("oracle", AIMSettings().oracle)}
     if args.per_fit:
         record_fits(args.per_fit, compile_s, context)
 

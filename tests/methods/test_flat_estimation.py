@@ -116,8 +116,8 @@ def test_one_program_serves_two_structures_of_a_size_class():
 
 
 def test_estimate_mrf_takes_the_shared_program_below_the_threshold_only():
-    """flat.estimate_mrf routes hugin fits of models up to shared_max_cells cells to the
-    shared program, larger models, other oracles and shared_max_cells=0 to mbi's program
+    """flat.estimate_mrf routes hugin and guarded fits of models up to shared_max_cells cells
+    to the shared program, larger models, semistable and shared_max_cells=0 to mbi's program
     per structure."""
     cliques = [("a",), ("b",), ("c",), ("d",), ("e",), ("a", "b")]
     domain, measurements = noisy_measurements(8, cliques)
@@ -125,6 +125,7 @@ def test_estimate_mrf_takes_the_shared_program_below_the_threshold_only():
     for kwargs, used in [({"shared_max_cells": int(cells)}, 1),
                          ({"shared_max_cells": int(cells) - 1}, 0),
                          ({"shared_max_cells": int(cells), "oracle": "semistable"}, 0),
+                         ({"shared_max_cells": int(cells), "oracle": "guarded"}, 1),
                          ({"shared_max_cells": 0}, 0), ({}, 1)]:
         fits = flat.stats["fits"]
         flat.estimate_mrf(domain, measurements, iters=5, **kwargs)

@@ -101,9 +101,11 @@ def test_the_underflow_case_is_real():
     assert np.isfinite(np.asarray(hugin[("a", "b")].values)).all()
 
 
-def test_guarded_answers_the_underflow_case_without_a_fallback():
+def test_guarded_answers_the_underflow_case_without_a_fallback(monkeypatch):
     """On the hand-built case the guard takes HUGIN's arithmetic for the underflowing
-    messages: hugin's marginals (1e-9), and a fit that needs no refit (no fallback)."""
+    messages: hugin's marginals (1e-9), and a fit (guarded's own program: every fit counts as
+    long) that needs no refit (no fallback)."""
+    monkeypatch.setattr(_mbi, "FAST_COMPILE_MAX_WORK", 0)
     pot, measurements = _underflowing()
     guarded = ORACLES["guarded"](pot, 100.0)
     hugin = ORACLES["hugin"](pot, 100.0)
@@ -114,6 +116,28 @@ def test_guarded_answers_the_underflow_case_without_a_fallback():
     fit = _mbi.estimate_mrf(pot.domain, measurements, iters=20, warm_start=pot,
                             oracle="guarded")
     assert _mbi.FALLBACKS["guarded"] == before and _mbi._finite(fit)
+
+
+def test_semistable_can_be_finite_and_wrong_where_guarded_is_exact():
+    """Why guarded, not semistable plus a finiteness check: in the clique {a, b, c} the
+    belief's cell (a, b) = (0, 0) holds nearly all the mass (log 2 - 1000, against -2000 for
+    (0, 1) and (1, 0)), but its two factors peak at different c, so semistable's sum
+    underflows to 0 there while the other cells do not: every marginal is finite, and (a, b)
+    is wrong by the whole total. guarded gives hugin's marginals."""
+    domain = _mbi.to_domain(("a", "b", "c"), {"a": 2, "b": 2, "c": 2})
+    pot = _clique_vector(domain, {("a", "b"): np.zeros((2, 2)),
+                                  ("a", "c"): np.array([[0.0, -1000.0], [-2000.0, -2000.0]]),
+                                  ("b", "c"): np.array([[-1000.0, 0.0], [-2000.0, -2000.0]])})
+    hugin = ORACLES["hugin"](pot, 100.0)
+    semi = ORACLES["semistable"](pot, 100.0)
+    guarded = ORACLES["guarded"](pot, 100.0)
+    assert all(np.isfinite(np.asarray(semi[cl].values)).all() for cl in pot.cliques)
+    np.testing.assert_allclose(np.asarray(hugin[("a", "b")].values), [[100, 0], [0, 0]],
+                               atol=1e-9)
+    assert np.asarray(semi[("a", "b")].values)[0, 0] == 0.0
+    for cl in pot.cliques:
+        np.testing.assert_allclose(np.asarray(guarded[cl].values),
+                                   np.asarray(hugin[cl].values), rtol=0, atol=1e-9)
 
 
 def test_non_finite_fit_is_redone_with_hugin():
@@ -133,10 +157,12 @@ def test_non_finite_fit_is_redone_with_hugin():
                                       np.asarray(hugin.marginals[cl].values))
 
 
-def test_semistable_fit_reaches_hugins_optimum():
-    """300 steps of mirror descent on noisy marginals of 500 random records (seeded): the two
+def test_semistable_fit_reaches_hugins_optimum(monkeypatch):
+    """300 steps of mirror descent on noisy marginals of 500 random records (seeded): the
     oracles round differently, so Armijo decisions may differ near convergence, but the
-    fitted marginals agree to 1e-4 of the total (~500)."""
+    fitted marginals agree to 1e-4 of the total (~500). Every fit counts as long, so guarded
+    runs its own program (a short one would take hugin's)."""
+    monkeypatch.setattr(_mbi, "FAST_COMPILE_MAX_WORK", 0)
     domain, measurements = noisy_measurements(3, [(a,) for a in MD_ATTRS] + CLIQUES)
     fits = {o: _mbi.estimate_mrf(domain, measurements, iters=300, oracle=o) for o in ORACLES}
     for cl in fits["hugin"].marginals.cliques:
@@ -146,6 +172,21 @@ def test_semistable_fit_reaches_hugins_optimum():
                                        rtol=0, atol=1e-4 * 500)
 
 
+def test_a_short_guarded_fit_takes_hugins_program(monkeypatch):
+    """guarded compiles ~3x slower than hugin: a fit below FAST_COMPILE_MAX_WORK (cells x
+    iterations) runs hugin's program, so it is hugin's fit exactly; a long one is not."""
+    domain, measurements = noisy_measurements(3, [(a,) for a in MD_ATTRS] + CLIQUES)
+    hugin = _mbi.estimate_mrf(domain, measurements, iters=50)
+    short = _mbi.estimate_mrf(domain, measurements, iters=50, oracle="guarded")
+    monkeypatch.setattr(_mbi, "FAST_COMPILE_MAX_WORK", 0)
+    long = _mbi.estimate_mrf(domain, measurements, iters=50, oracle="guarded")
+    cl = hugin.marginals.cliques[-1]
+    np.testing.assert_array_equal(np.asarray(short.marginals[cl].values),
+                                  np.asarray(hugin.marginals[cl].values))
+    assert not np.array_equal(np.asarray(long.marginals[cl].values),
+                              np.asarray(hugin.marginals[cl].values))
+
+
 def test_unknown_oracle_is_refused_with_the_choices():
     with pytest.raises(ValueError, match="oracle='bp'; valid: hugin, semistable, guarded"):
         OneOracleMirrorDescent(oracle="bp")
@@ -153,6 +194,9 @@ def test_unknown_oracle_is_refused_with_the_choices():
         AIMSettings(oracle="bp")
     with pytest.raises(ValueError, match="applies to estimator='mrf' only"):
         AIMSettings(oracle="semistable", estimator="mixture")
+    with pytest.raises(ValueError, match="oracle='hugin' applies to estimator='mrf' only"):
+        AIMSettings(oracle="hugin", estimator="mixture")
+    assert AIMSettings(estimator="mixture").oracle == "guarded"      # the default: no error
 
 
 def test_the_oracle_is_named_in_the_estimators_repr():

@@ -50,6 +50,8 @@ from dpbench.methods.marginals.workloads import (
 from dpbench.privacy.accountant import Accountant
 
 ESTIMATORS = ("mrf", "mixture")
+#: the mrf estimator's marginal oracle unless a method sets ``oracle``
+DEFAULT_ORACLE = "guarded"
 log = logging.getLogger(__name__)
 
 
@@ -66,7 +68,12 @@ class AIMSettings:
     estimator: str = "mrf"            # mrf (Private-PGM) | mixture (Fig. 6 ablation)
     mixture_components: int = 10      # as private-pgm's MixtureInference default
     mixture_lr: float = 1.0           # Adam step size (as MixtureInference)
-    oracle: str = "hugin"             # marginal oracle of the mrf estimator (_mbi.ORACLES)
+    #: marginal oracle of the mrf estimator (_mbi.ORACLES): guarded (default: HUGIN's
+    #: marginals to rounding, einsums where they are exact; AIM on Adult at eps 1 ~1.4x /
+    #: 1.7x faster than hugin in a first / later process, docs/speed.md) | hugin (mbi's, the
+    #: default before 2026-11-25) | semistable (mbi's fast oracle, not exact where it
+    #: underflows)
+    oracle: str = DEFAULT_ORACLE
     #: models up to this many cells use the program shared by their size class (flat.py;
     #: hugin only); 0: mbi's program per model structure for every fit
     shared_max_cells: int = flat.SHARED_MAX_CELLS
@@ -93,7 +100,7 @@ class AIMSettings:
         if self.shared_max_cells < 0:
             raise ValueError(f"shared_max_cells={self.shared_max_cells} must be >= 0 "
                              "(0: mbi's program per model structure)")
-        if self.oracle != "hugin" and self.estimator != "mrf":
+        if self.oracle != DEFAULT_ORACLE and self.estimator != "mrf":
             raise ValueError(f"oracle={self.oracle!r} applies to estimator='mrf' only "
                              f"(got estimator={self.estimator!r}, which has no oracle)")
 

@@ -84,9 +84,11 @@ def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.
     frame = data.discrete[list(attrs)]
     chosen = settings.as_dict()
     # The oracle only changes the arithmetic of the estimation (post-processing): not part of
-    # the seed, so fits with either oracle draw the same noise; a non-default one gets its own
-    # artifact (absent for hugin, so earlier artifacts keep their keys and seeds).
+    # the seed, so fits with either oracle draw the same noise; an mrf fit with any oracle
+    # but hugin gets its own artifact (absent for hugin, the default until 2026-11-25, so
+    # earlier artifacts keep their keys and seeds, and answer hugin requests only).
     oracle = chosen.pop("oracle", "hugin")
+    keyed_oracle = oracle if oracle != "hugin" and chosen.get("estimator") == "mrf" else None
     # Likewise the estimation program (flat.py's shared one for small models, or mbi's per
     # structure): same noise, its own artifact, since the fits differ in summation order.
     shared = chosen.pop("shared_max_cells", 0) * (oracle in EXACT_ORACLES)
@@ -118,8 +120,8 @@ def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.
         seed = ctx.seed(fields)
         keyed = {**fields, "cell": ctx.cell,
                  "data": data_fingerprint(frame, attrs, sizes)}
-        if oracle != "hugin":
-            keyed["oracle"] = oracle
+        if keyed_oracle:
+            keyed["oracle"] = keyed_oracle
         if shared:
             keyed["shared_max_cells"] = int(shared)
         arrays, meta, hit = ctx.store.get_or_create(

@@ -31,8 +31,8 @@ class MarginalMethod(LinearModel):
     mechanism settings (None keeps the mechanism's default, which is the
     paper's): AIM ``max_model_size`` (MB), ``max_iters``, ``final_iters``,
     ``rounds``, ``rounds_per_attribute``, ``alpha``, ``estimator`` (mrf | mixture),
-    ``mixture_components``, ``mixture_lr``, ``oracle`` (hugin | semistable: the mrf
-    estimator's belief propagation, same mechanism and noise, different arithmetic),
+    ``mixture_components``, ``mixture_lr``, ``oracle`` (hugin | guarded | semistable:
+    the mrf estimator's belief propagation, same mechanism and noise, different arithmetic),
     ``shared_max_cells`` (models up to this many cells are fitted by one program per size
     class, flat.py, instead of one per structure; 0: always per structure); MST
     ``max_iters``, ``select_iters``, ``compress``, ``threshold``.
