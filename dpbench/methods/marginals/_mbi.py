@@ -142,20 +142,9 @@ def release_compiled_programs_if_needed() -> bool:
     return True
 
 
-#: Marginal oracles (belief propagation on the junction tree) by name. ``hugin`` is what
-#: mbi picks on CPU for potentials without -inf (message_passing_hugin: log-space
-#: messages, logsumexp). ``semistable`` is mbi's message_passing_fast: messages contracted
-#: as einsums of exp(potential - max), ~3x faster per call on AIM's Adult models, but
-#: exp underflows to 0 where factors disagree by > ~745 in log space (mbi's docs: "can
-#: produce NaN when factor magnitudes span a very wide range"); estimate_mrf then refits
-#: with hugin, but an underflow can also leave every marginal finite and wrong (a cell
-#: that holds the mass gets none: tests/methods/test_oracles.py), which no check on the
-#: fit sees. ``guarded`` is message_passing_implicit with einsum_guarded: semistable's
-#: einsums for every message that does not underflow, HUGIN's logsumexp for one that does
-#: (decided per message at run time), so HUGIN's marginals to rounding on every input.
-#: Smallest exp-normalised sum that einsum_guarded trusts. Terms lost to underflow are each
-#: < 2.3e-308 (float64's smallest normal), so against a sum >= 1e-200 all of them together
-#: move its log by < 1e-100 per term: semistable's answer is then exact to rounding.
+#: Smallest exp-normalised sum that einsum_guarded trusts. A term lost to underflow is
+#: < 2.3e-308 (float64's smallest normal), so against a sum >= 1e-200 even a million lost
+#: terms change it by < 1e-96 relative: semistable's answer is exact to rounding there.
 GUARD_MIN_SUM = 1e-200
 
 
@@ -177,6 +166,17 @@ def einsum_guarded(log_factors: list[mbi.Factor], dom: mbi.Domain) -> mbi.Factor
     return mbi.Factor(dom, values)
 
 
+#: Marginal oracles (belief propagation on the junction tree) by name. ``hugin`` is what
+#: mbi picks on CPU for potentials without -inf (message_passing_hugin: log-space
+#: messages, logsumexp). ``semistable`` is mbi's message_passing_fast: messages contracted
+#: as einsums of exp(potential - max), ~3x faster per call on AIM's Adult models, but
+#: exp underflows to 0 where factors disagree by > ~745 in log space (mbi's docs: "can
+#: produce NaN when factor magnitudes span a very wide range"); estimate_mrf then refits
+#: with hugin, but an underflow can also leave every marginal finite and wrong (a cell
+#: that holds the mass gets none: tests/methods/test_oracles.py), which no check on the
+#: fit sees. ``guarded`` is message_passing_implicit with einsum_guarded: semistable's
+#: einsums for every message that does not underflow, HUGIN's logsumexp for one that does
+#: (decided per message at run time), so HUGIN's marginals to rounding on every input.
 ORACLES = {"hugin": marginal_oracles.message_passing_hugin,
            "semistable": marginal_oracles.message_passing_fast,
            "guarded": functools.partial(marginal_oracles.message_passing_implicit,
@@ -272,7 +272,8 @@ def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[Linea
         # guarded's einsum programs run ~5x faster than hugin's on AIM's large Adult models
         # but compile ~3x slower (docs/speed.md): a short fit, where compiling dominates,
         # takes hugin (the same marginals to rounding), and a long one guarded with the
-        # fast-compile options (compile -3x, run +2x: still ~2x faster than hugin's fit)
+        # fast-compile options (~3x faster to compile, ~2x slower to run: still 1.6-2x
+        # faster than hugin's fit of those models)
         estimator = dataclasses.replace(estimator, oracle="hugin") if fast else estimator
         fast = True
     return program_store.call(

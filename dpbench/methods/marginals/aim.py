@@ -75,7 +75,7 @@ class AIMSettings:
     #: underflows)
     oracle: str = DEFAULT_ORACLE
     #: models up to this many cells use the program shared by their size class (flat.py;
-    #: hugin only); 0: mbi's program per model structure for every fit
+    #: hugin and guarded); 0: mbi's program per model structure for every fit
     shared_max_cells: int = flat.SHARED_MAX_CELLS
 
     def __post_init__(self) -> None:
