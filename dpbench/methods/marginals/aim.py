@@ -69,8 +69,8 @@ class AIMSettings:
     mixture_components: int = 10      # as private-pgm's MixtureInference default
     mixture_lr: float = 1.0           # Adam step size (as MixtureInference)
     #: marginal oracle of the mrf estimator (_mbi.ORACLES): guarded (default: HUGIN's
-    #: marginals to rounding, einsums where they are exact; AIM on Adult at eps 1 ~1.4x /
-    #: 1.7x faster than hugin in a first / later process, docs/speed.md) | hugin (mbi's, the
+    #: marginals to rounding, einsums where they are exact; AIM on Adult at eps 1 1.49x /
+    #: 1.80x faster than hugin in a first / later process, docs/speed.md) | hugin (mbi's, the
     #: default before 2026-11-25) | semistable (mbi's fast oracle, not exact where it
     #: underflows)
     oracle: str = DEFAULT_ORACLE

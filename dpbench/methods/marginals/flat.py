@@ -343,11 +343,11 @@ def estimate_mrf(domain: object, measurements: list, *, iters: int,
                  warm_start: object | None = None, oracle: str = "hugin",
                  shared_max_cells: int = SHARED_MAX_CELLS) -> object:
     """_mbi.estimate_mrf, except that with an exact oracle (_mbi.EXACT_ORACLES: HUGIN's
-    marginals up to rounding) a model of at most
-    ``shared_max_cells`` junction-tree cells whose measurements are all identity queries
-    is fitted by :func:`estimate`: the same iterates (up to summation order) from a program
-    shared by every model of its size class, instead of one compiled program per structure.
-    ``shared_max_cells=0`` always takes mbi's program."""
+    marginals up to rounding) a model of at most ``shared_max_cells`` junction-tree cells
+    whose measurements are all identity queries is fitted by :func:`estimate`: the same
+    iterates (up to summation order) from a program shared by every model of its size
+    class, instead of one compiled program per structure. ``shared_max_cells=0`` always
+    takes mbi's program."""
     if oracle in _mbi.EXACT_ORACLES and shared_max_cells > 0 and all(map(identity, measurements)):
         cliques = list(dict.fromkeys(tuple(m.clique) for m in measurements))
         if _mbi.model_size_mb(domain, cliques) * 2**20 / 8 <= shared_max_cells:
