@@ -9,6 +9,8 @@ step makes two.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import numpy as np
 import pytest
@@ -158,3 +160,54 @@ def test_one_oracle_call_per_step_where_mbis_step_makes_two():
 def test_fixed_step_size_is_refused():
     with pytest.raises(ValueError, match="stepsize=0.1"):
         OneOracleMirrorDescent(stepsize=0.1)
+
+
+def _random_potentials(domain: object, cliques: list, seed: int) -> object:
+    rng = np.random.default_rng(seed)
+    tables = {c: _mbi.mbi.Factor(domain.project(c), rng.normal(0, 3, domain.project(c).shape))
+              for c in cliques}
+    return _mbi.mbi.CliqueVector(domain, list(cliques), tables)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_warm_start_expanded_outside_the_program_is_mbis(seed):
+    """expand_potentials (numpy, before a fit) gives mbi's _extract_potentials bit for bit:
+    from None, from potentials on a sub-structure (several old cliques added into one new
+    one), from a model, and onto the warm start's own cliques."""
+    domain, _ = noisy_measurements(seed, CLIQUES)
+    new = [("a", "b"), ("b", "c", "d"), ("c", "d", "e"), ("a", "e")]
+    for old_cliques in ([("a",), ("b",), ("a", "b"), ("c", "d"), ("e",)], new):
+        old = _random_potentials(domain, old_cliques, seed)
+        for start in (None, old, _mbi.mbi.MarkovRandomField(potentials=old, marginals=old,
+                                                            total=1.0)):
+            ours = _mbi.expand_potentials(domain, new, start)
+            mbis = _mbi._extract_potentials(start, domain, new)
+            assert list(ours.cliques) == list(mbis.cliques)
+            for x, y in zip(_tables(ours), _tables(mbis), strict=True):
+                np.testing.assert_array_equal(x, y)
+
+
+def test_refitting_a_structure_reuses_its_program(tmp_path, monkeypatch):
+    """A fit's program depends on its own structure, not its warm start's: fitting B warm
+    from A, then B warm from B, exports one program for B (two in all, not three), and the
+    fit warm from A equals the one whose program expands A itself (mbi's _init; a short fit,
+    so the fast-compile options), bit for bit."""
+    a_cliques = [("a",), ("b",), ("c",), ("d",), ("e",), ("a", "b")]
+    domain, ma = noisy_measurements(3, a_cliques)
+    _, extra = noisy_measurements(4, [("c", "d", "e"), ("b", "c")])
+    mb = ma + extra
+    monkeypatch.setenv(_mbi.compile_cache.ROOT_ENV, str(tmp_path))     # a fresh store
+    monkeypatch.setattr(_mbi.program_store, "_loaded", {})
+    exported = _mbi.program_store.stats["exported"]
+    fit_a = _mbi.estimate_mrf(domain, ma, iters=20)
+    fit_b = _mbi.estimate_mrf(domain, mb, iters=20, warm_start=fit_a.potentials)
+    again = _mbi.estimate_mrf(domain, mb, iters=20, warm_start=fit_b.potentials)
+    assert _mbi.program_store.stats["exported"] - exported == 2
+    assert not np.array_equal(_tables(again.potentials)[0], _tables(fit_b.potentials)[0])
+
+    loss_fn = _mbi.marginal_loss.from_linear_measurements(mb, domain)
+    total = _mbi.minimum_variance_unbiased_total(mb)
+    fit = functools.partial(_mbi._fused_impl, OneOracleMirrorDescent(), domain, iters=20)
+    inside = jax.jit(fit, compiler_options=_mbi.FAST_COMPILE)(loss_fn, total, fit_a.potentials)
+    for x, y in zip(_tables(fit_b.potentials), _tables(inside.potentials), strict=True):
+        np.testing.assert_array_equal(x, y)

@@ -229,7 +229,9 @@ class OneOracleMirrorDescent(MirrorDescent):
         ``init_steps`` + n steps (_fused_impl)."""
         if constraints:
             raise ValueError("OneOracleMirrorDescent does not take constraints")
-        potentials = _extract_potentials(warm_start, domain, loss_fn.cliques)
+        cliques = tuple(loss_fn.cliques)
+        same = isinstance(warm_start, mbi.CliqueVector) and tuple(warm_start.cliques) == cliques
+        potentials = warm_start if same else _extract_potentials(warm_start, domain, cliques)
         alpha = 2.0 / (loss_fn.lipschitz * known_total)            # as mbi's _init
         return MirrorDescentState(mbi.CliqueVector.zeros(domain, potentials.cliques),
                                   potentials, alpha, jax.numpy.asarray(jax.numpy.inf))
@@ -260,11 +262,44 @@ class OneOracleMirrorDescent(MirrorDescent):
                                      total=known_total, constraints=constraints)
 
 
+def expand_potentials(domain: mbi.Domain, cliques: Sequence[Clique],
+                      warm_start: object | None) -> mbi.CliqueVector:
+    """mbi's warm start (``_extract_potentials``: zeros, or the old potentials expanded onto
+    ``cliques``, each old clique added, in mapping order, into the one mbi's
+    ``reverse_clique_mapping`` picks), computed in numpy: the same additions in the same
+    order, so the same values. Done before a fit rather than inside its program, a fit's
+    inputs depend on its own model structure only: re-fitting a structure (AIM re-measures
+    a clique or anneals) reuses the program its first fit compiled, whatever the warm
+    start's structure was."""
+    tables = {}
+    old = (None if warm_start is None else
+           warm_start if isinstance(warm_start, mbi.CliqueVector) else warm_start.potentials)
+    mapping = ({} if old is None else
+               mbi.clique_utils.reverse_clique_mapping(list(cliques), old.cliques,
+                                                       domain=domain))
+    for c in cliques:
+        dom = domain.project(c)
+        acc = np.zeros(dom.shape)
+        for oc in mapping.get(c, ()):
+            f = old[oc]
+            acc = acc + aligned(f.domain.attributes, np.asarray(f.values), dom.attributes)
+        tables[c] = mbi.Factor(dom, jax.numpy.asarray(acc))
+    return mbi.CliqueVector(domain, list(cliques), tables)
+
+
+def aligned(attrs: Sequence[str], values: np.ndarray, target: Sequence[str]) -> np.ndarray:
+    """``values`` over ``attrs`` transposed and reshaped to broadcast over ``target``."""
+    order = [a for a in target if a in attrs]
+    v = np.transpose(values, [list(attrs).index(a) for a in order])
+    return v.reshape([v.shape[order.index(a)] if a in order else 1 for a in target])
+
+
 def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[LinearMeasurement],
               iters: int, warm_start: object | None) -> object:
     release_compiled_programs_if_needed()
     known_total = minimum_variance_unbiased_total(measurements)
     loss_fn = marginal_loss.from_linear_measurements(measurements, domain)
+    warm_start = expand_potentials(domain, loss_fn.cliques, warm_start)
     cells = model_size_mb(domain, loss_fn.cliques) * 2**20 / 8
     iters = _iters(iters)
     fast = cells * iters <= FAST_COMPILE_MAX_WORK

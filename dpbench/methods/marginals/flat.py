@@ -35,7 +35,6 @@ import numpy as np
 
 from dpbench import program_store
 from dpbench.methods.marginals import _mbi
-from dpbench.methods.marginals.junction import Table
 from dpbench.methods.marginals.workloads import Clique
 
 #: Default of ``shared_max_cells``: models up to this many junction-tree cells are fitted by
@@ -295,20 +294,14 @@ stats = {"fits": 0}
 
 
 def _warm(plan: Plan, domain: object, warm_start: object | None) -> np.ndarray:
-    """mbi's warm start (_extract_potentials: the old potentials expanded onto the new
-    cliques, each old clique added into the one mbi's reverse_clique_mapping picks), flat."""
+    """mbi's warm start (_mbi.expand_potentials) onto the plan's cliques, flat."""
     theta = np.zeros(plan.size)
     if warm_start is None:
         return theta
-    old = warm_start if isinstance(warm_start, _mbi.mbi.CliqueVector) else warm_start.potentials
-    mapping = _mbi.mbi.clique_utils.reverse_clique_mapping(list(plan.cliques), old.cliques,
-                                                          domain=domain)
-    for c, shape, off in zip(plan.cliques, plan.shapes, plan.offsets, strict=True):
-        acc = np.zeros(shape)
-        for oc in mapping[c]:
-            f = old[oc]
-            acc = acc + Table(f.domain.attributes, np.asarray(f.values)).aligned(c)
-        theta[off: off + acc.size] = acc.ravel()
+    pot = _mbi.expand_potentials(domain, plan.cliques, warm_start)
+    for c, off in zip(plan.cliques, plan.offsets, strict=True):
+        v = np.asarray(pot[c].values).ravel()
+        theta[off: off + v.size] = v
     return theta
 
 

@@ -52,10 +52,7 @@ class Table:
 
     def aligned(self, target: Sequence[str]) -> np.ndarray:
         """Values transposed and reshaped to broadcast against a table over ``target``."""
-        order = [a for a in target if a in self.attrs]
-        v = np.transpose(self.values, [self.attrs.index(a) for a in order])
-        shape = [v.shape[order.index(a)] if a in order else 1 for a in target]
-        return v.reshape(shape)
+        return _mbi.aligned(self.attrs, self.values, target)
 
     def sum_to(self, keep: Sequence[str]) -> Table:
         """Marginal onto ``keep`` (in that order)."""
