@@ -283,7 +283,7 @@ def expand_potentials(domain: mbi.Domain, cliques: Sequence[Clique],
         for oc in mapping.get(c, ()):
             f = old[oc]
             acc = acc + aligned(f.domain.attributes, np.asarray(f.values), dom.attributes)
-        tables[c] = mbi.Factor(dom, jax.numpy.asarray(acc))
+        tables[c] = mbi.Factor(dom, acc)     # numpy: jnp.asarray would compile per shape
     return mbi.CliqueVector(domain, list(cliques), tables)
 
 
