@@ -43,6 +43,7 @@ from mbi.estimation import (  # noqa: E402
 )
 from mbi.extensions import MixtureOfProducts, MixtureOfProductsEstimator  # noqa: E402
 
+from dpbench.methods.marginals.axes import aligned  # noqa: E402
 from dpbench.methods.marginals.workloads import Clique  # noqa: E402
 
 __all__ = [
@@ -285,13 +286,6 @@ def expand_potentials(domain: mbi.Domain, cliques: Sequence[Clique],
             acc = acc + aligned(f.domain.attributes, np.asarray(f.values), dom.attributes)
         tables[c] = mbi.Factor(dom, acc)     # numpy: jnp.asarray would compile per shape
     return mbi.CliqueVector(domain, list(cliques), tables)
-
-
-def aligned(attrs: Sequence[str], values: np.ndarray, target: Sequence[str]) -> np.ndarray:
-    """``values`` over ``attrs`` transposed and reshaped to broadcast over ``target``."""
-    order = [a for a in target if a in attrs]
-    v = np.transpose(values, [list(attrs).index(a) for a in order])
-    return v.reshape([v.shape[order.index(a)] if a in order else 1 for a in target])
 
 
 def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[LinearMeasurement],

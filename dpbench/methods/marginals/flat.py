@@ -296,8 +296,6 @@ stats = {"fits": 0}
 def _warm(plan: Plan, domain: object, warm_start: object | None) -> np.ndarray:
     """mbi's warm start (_mbi.expand_potentials) onto the plan's cliques, flat."""
     theta = np.zeros(plan.size)
-    if warm_start is None:
-        return theta
     pot = _mbi.expand_potentials(domain, plan.cliques, warm_start)
     for c, off in zip(plan.cliques, plan.offsets, strict=True):
         v = np.asarray(pot[c].values).ravel()

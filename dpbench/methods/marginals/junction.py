@@ -36,6 +36,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from dpbench.methods.marginals import _mbi
+from dpbench.methods.marginals.axes import aligned
 from dpbench.methods.marginals.workloads import Clique
 
 
@@ -52,7 +53,7 @@ class Table:
 
     def aligned(self, target: Sequence[str]) -> np.ndarray:
         """Values transposed and reshaped to broadcast against a table over ``target``."""
-        return _mbi.aligned(self.attrs, self.values, target)
+        return aligned(self.attrs, self.values, target)
 
     def sum_to(self, keep: Sequence[str]) -> Table:
         """Marginal onto ``keep`` (in that order)."""
