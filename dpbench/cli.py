@@ -579,6 +579,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "status":
             return cmd_status(cfg, versions=args.versions)
+        try:
+            compile_cache.max_bytes()      # a bad cache cap stops the run before any work
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
         note = capped_note(cfg, args.overrides)
         if note:               # information, on stdout: stderr carries only the one-line errors
             print(note)

@@ -13,6 +13,20 @@ Where: ``<root>/jax`` with root = ``$DPBENCH_CACHE_DIR``, else the repository's
 (:func:`use_root`, called in ``execute.run_trial``), which sets the variable too, so
 processes started from a worker inherit it. ``DPBENCH_JAX_CACHE=off`` turns the cache off.
 
+How much: at most ``DPBENCH_CACHE_MAX_MB`` (default :data:`DEFAULT_MAX_MB`; ``unlimited``
+for no cap) for the compiled programs here and program_store.py's traced ones together
+(:func:`max_bytes`). An AIM trial at the DD-SSP paper's settings adds ~7 MB of programs,
+and a grid's trials mostly fit new model structures, so an uncapped cache grows with every
+sweep until the disk fills and the sweep dies. After every trial that added programs
+(``execute.run_trial`` calls :func:`prune_if_grown`), the least recently used go until
+each store is within its share: last use is the file's access time where the filesystem
+keeps one (Linux's default ``relatime``: at most once a day), else its write time; a read
+from the traced store renews both. The programs used in every trial (flat.py's size
+classes) are used most recently and stay. (JAX's own cap, ``jax_compilation_cache_max_size``,
+scans the whole directory under a file lock at every write: ~0.1 s per compile at 5,000
+entries, measured; this scan runs once per trial.) A program deleted under a reader is
+compiled or traced again, with the same result.
+
 A program's cache key is a hash of its traced program, and the programs that mbi
 (AIM/MST) traces depend on Python's set iteration order, i.e. on the hash seed: with a
 random seed per process a later process recompiles part of them (results do not depend on
@@ -37,6 +51,7 @@ This module imports JAX only when JAX is already loaded or a method asks for it
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -47,6 +62,13 @@ SWITCH_ENV = "DPBENCH_JAX_CACHE"
 #: every program is cached, however fast it compiled: AIM compiles one program per model
 #: structure and many are under JAX's default 1 s threshold, yet together they dominate.
 MIN_COMPILE_S = 0.0
+
+MAX_MB_ENV = "DPBENCH_CACHE_MAX_MB"
+#: the cache's default cap, MB: compiled (JAX) and traced (program_store) programs together
+DEFAULT_MAX_MB = 4096
+#: share of the cap for JAX's compiled programs; program_store's traced ones (about a
+#: quarter of their size) get the rest
+COMPILED_SHARE = 0.8
 
 HASH_SEED_ENV = "PYTHONHASHSEED"
 #: the hash seed of every process that runs trials unless the user set ``PYTHONHASHSEED``
@@ -67,6 +89,91 @@ def jax_cache_dir() -> Path:
 def enabled() -> bool:
     """False when ``DPBENCH_JAX_CACHE`` is off / 0 / false / no."""
     return os.environ.get(SWITCH_ENV, "on").strip().lower() not in {"off", "0", "false", "no"}
+
+
+def max_bytes() -> int | None:
+    """The cache's cap in bytes from ``DPBENCH_CACHE_MAX_MB`` (a positive number of MB,
+    default :data:`DEFAULT_MAX_MB`), or None for ``unlimited``; anything else is a
+    ValueError that names the value and the valid choices."""
+    raw = os.environ.get(MAX_MB_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_MB * 2**20
+    if raw.lower() == "unlimited":
+        return None
+    try:
+        mb = float(raw)
+    except ValueError:
+        mb = math.nan
+    if not (math.isfinite(mb) and mb > 0):
+        raise ValueError(f"{MAX_MB_ENV}={raw!r}: valid values are a positive number of MB "
+                         f"(default {DEFAULT_MAX_MB}) or 'unlimited'")
+    return max(1, int(mb * 2**20))
+
+
+def share_bytes(compiled: bool) -> int:
+    """The cap of one of the two stores in bytes (-1: no cap): JAX's compiled programs get
+    :data:`COMPILED_SHARE` of :func:`max_bytes`, program_store's traced ones the rest."""
+    cap = max_bytes()
+    if cap is None:
+        return -1
+    return max(1, int(cap * (COMPILED_SHARE if compiled else 1 - COMPILED_SHARE)))
+
+
+def prune(folder: Path, cap: int) -> int:
+    """Delete the least recently used files of ``folder`` (by the later of access and
+    modification time) until the rest take at most ``cap`` bytes (-1: no cap), skipping
+    other processes' half-written files (``.``-prefixed: JAX's and program_store's temporary
+    files, JAX's lock); returns how many were deleted."""
+    if cap < 0:
+        return 0
+    files = []
+    try:
+        with os.scandir(folder) as it:
+            for e in it:
+                if e.name.startswith(".") or not e.is_file():
+                    continue
+                st = e.stat()
+                files.append((max(st.st_atime_ns, st.st_mtime_ns), e.name, st.st_size))
+    except OSError:
+        return 0
+    total = sum(size for _, _, size in files)
+    deleted = 0
+    for _, name, size in sorted(files):
+        if total <= cap:
+            break
+        try:
+            (folder / name).unlink()
+            deleted += 1
+        except OSError:
+            pass       # gone already: another process pruned it
+        total -= size
+    return deleted
+
+
+_seen: dict[Path, int] = {}   # folder -> its modification time at this process's last prune
+
+
+def prune_if_grown() -> int:
+    """Prune both stores of the cache root to their shares of :func:`max_bytes`, each only
+    if files were added or removed since this process last pruned it (its directory's
+    modification time changed), so a trial that compiled nothing costs two ``stat``
+    calls; returns how many files were deleted."""
+    if not enabled() or max_bytes() is None:
+        return 0
+    deleted = 0
+    for folder, compiled in ((jax_cache_dir(), True), (cache_root() / "jax-export", False)):
+        try:
+            stamp = folder.stat().st_mtime_ns
+        except OSError:
+            continue
+        if _seen.get(folder) == stamp:
+            continue
+        deleted += prune(folder, share_bytes(compiled))
+        try:
+            _seen[folder] = folder.stat().st_mtime_ns
+        except OSError:
+            _seen.pop(folder, None)
+    return deleted
 
 
 def configure() -> None:

@@ -17,6 +17,10 @@ with the same options (tests/core/test_compile_cache.py checks bit-identity). Th
 switched with the compile cache (``DPBENCH_JAX_CACHE=off`` turns both off; then the
 program is exported in memory only, still called the same way).
 
+The store is capped with the compile cache (compile_cache.prune_if_grown, after every
+trial: its share of ``DPBENCH_CACHE_MAX_MB``, least recently used first; a read here marks
+a program used); a program deleted under a reader is traced again, with the same result.
+
 A description that cannot be keyed across processes (a repr holding an object address,
 e.g. a lambda) is exported in memory only. The output tree (mbi's dataclasses) is stored
 with pickle next to the program: the store holds what this user's own runs wrote.
@@ -150,7 +154,9 @@ def _read(path: Path) -> tuple[Any, Any] | None:
     try:
         blob = path.read_bytes()
         program, out_tree = pickle.loads(blob)
-        return export.deserialize(bytearray(program)), out_tree
+        entry = export.deserialize(bytearray(program)), out_tree
+        os.utime(path)                  # used now: the last to go when the store is pruned
+        return entry
     except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError,
             ImportError, IndexError):
         return None

@@ -198,6 +198,7 @@ def run_trial(spec: TrialSpec | dict[str, Any], store_root: str, *,
             record = execute(spec, trace_memory=trace_memory)
             time.sleep(float(os.environ.get(HOLD_ENV) or 0))
         store.put(record)
+        compile_cache.prune_if_grown()      # the stored programs back within their cap
         return record["status"]
     finally:
         store.release(lease)

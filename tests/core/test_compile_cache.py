@@ -60,10 +60,10 @@ print(json.dumps({{"compiles": compiles, "hits": events["hits"], "traces": event
 """
 
 
-def _fit(cache_root: Path, switch: str) -> dict[str, object]:
+def _fit(cache_root: Path, switch: str, **extra_env: str) -> dict[str, object]:
     script = FIT_SCRIPT.format(tests=str(REPO / "tests"))
     env = {**os.environ, "PYTHONPATH": str(REPO), compile_cache.ROOT_ENV: str(cache_root),
-           compile_cache.SWITCH_ENV: switch}
+           compile_cache.SWITCH_ENV: switch, **extra_env}
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=REPO, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -94,6 +94,126 @@ def test_second_process_compiles_nothing_and_results_are_bit_identical(tmp_path)
     damaged = _fit(tmp_path, "on")
     assert damaged["exported"] == first["exported"] and damaged["loaded"] == 0, damaged
     assert first["digest"] == second["digest"] == off["digest"] == damaged["digest"]
+
+
+def _bytes(folder: Path) -> list[int]:
+    return [f.stat().st_size for f in folder.iterdir() if not f.name.startswith(".")]
+
+
+@pytest.mark.slow
+def test_pruning_keeps_the_cache_under_its_cap_and_changes_no_result(tmp_path, monkeypatch):
+    free = _fit(tmp_path, "on", **{compile_cache.MAX_MB_ENV: "unlimited"})
+    compiled = _bytes(tmp_path / "jax")
+    traced = _bytes(tmp_path / "jax-export")
+    # a cap a third of what the fit stored: both stores must give up programs
+    cap = (sum(compiled) + sum(traced)) / 3
+    monkeypatch.setenv(compile_cache.ROOT_ENV, str(tmp_path))
+    monkeypatch.setenv(compile_cache.SWITCH_ENV, "on")
+    monkeypatch.setenv(compile_cache.MAX_MB_ENV, str(cap / 2**20))
+    assert compile_cache.prune_if_grown() > 0
+    kept_compiled = _bytes(tmp_path / "jax")
+    kept_traced = _bytes(tmp_path / "jax-export")
+    assert sum(kept_compiled) <= compile_cache.COMPILED_SHARE * cap
+    assert sum(kept_traced) <= (1 - compile_cache.COMPILED_SHARE) * cap
+    assert len(kept_compiled) < len(compiled)
+    assert compile_cache.prune_if_grown() == 0                # nothing added since: no scan
+    again = _fit(tmp_path, "on", **{compile_cache.MAX_MB_ENV: "unlimited"})
+    assert again["compiles"] > 0                              # what was pruned is compiled,
+    assert again["digest"] == free["digest"]                  # with the same result
+
+
+def test_a_finished_trial_prunes_the_cache(tmp_path, monkeypatch):
+    from dpbench.runner import execute
+
+    calls: list[int] = []
+    monkeypatch.setattr(compile_cache, "use_root", lambda root: None)
+    monkeypatch.setattr(compile_cache, "prune_if_grown", lambda: calls.append(1) or 0)
+    monkeypatch.setattr(execute, "execute", lambda spec, trace_memory=False: {
+        "key": spec.key, "status": "ok"})
+    monkeypatch.setattr(execute.ResultStore, "put", lambda self, record: None)
+    execute.run_trial(_any_spec(), str(tmp_path / "results" / "store"))
+    assert calls == [1]
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("", compile_cache.DEFAULT_MAX_MB * 2**20),
+                                               ("512", 512 * 2**20), ("0.5", 2**19),
+                                               ("unlimited", None), (" Unlimited ", None)])
+def test_the_cap_is_read_from_the_environment(monkeypatch, raw, expected):
+    monkeypatch.setenv(compile_cache.MAX_MB_ENV, raw)
+    assert compile_cache.max_bytes() == expected
+    shares = compile_cache.share_bytes(True), compile_cache.share_bytes(False)
+    if expected is None:
+        assert shares == (-1, -1)
+    else:
+        assert abs(sum(shares) - expected) <= 2 and shares[0] > shares[1]
+
+
+@pytest.mark.parametrize("raw", ["0", "-3", "abc", "nan", "inf", "1e400"])
+def test_a_bad_cap_is_one_line_naming_the_value_and_the_choices(monkeypatch, raw):
+    monkeypatch.setenv(compile_cache.MAX_MB_ENV, raw)
+    with pytest.raises(ValueError) as info:
+        compile_cache.max_bytes()
+    text = str(info.value)
+    assert "\n" not in text and repr(raw) in text and "unlimited" in text
+
+
+def test_a_bad_cap_stops_the_command_before_any_work(tmp_path, monkeypatch, capsys):
+    from dpbench import cli
+    monkeypatch.setenv(compile_cache.MAX_MB_ENV, "lots")
+    results = tmp_path / "results"
+    code = cli.main(["run", "experiment=linreg_adult", "profile=smoke",
+                     f"results_dir={results}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0 and "'lots'" in err, err
+    assert not results.exists()                               # nothing started, nothing written
+
+
+def test_prune_drops_the_least_recently_used_first(tmp_path):
+    for i, name in enumerate(["a", "b", "c", "d"]):          # a least recently used
+        (tmp_path / name).write_bytes(b"z" * 100)
+        os.utime(tmp_path / name, ns=(10**9 * (i + 1),) * 2)
+    os.utime(tmp_path / "a", ns=(10**10, 10**9))              # ... but a was read last
+    (tmp_path / ".tmp-x").write_bytes(b"z" * 1000)            # another process's write
+    assert compile_cache.prune(tmp_path, -1) == 0             # no cap: nothing goes
+    assert compile_cache.prune(tmp_path, 250) == 2            # b and c go
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".tmp-x", "a", "d"]
+    assert compile_cache.prune(tmp_path, 250) == 0
+
+
+def _scaled_sine(x):
+    import jax.numpy as jnp
+    return jnp.sin(x) * 2.0
+
+
+def test_a_traced_program_read_again_is_kept_over_an_older_one(tmp_path, monkeypatch):
+    import jax.numpy as jnp
+    import numpy as np
+
+    from dpbench import program_store
+    monkeypatch.setenv(compile_cache.ROOT_ENV, str(tmp_path))
+    monkeypatch.setenv(compile_cache.SWITCH_ENV, "on")
+    folder = tmp_path / "jax-export"
+
+    def run(n: int) -> str:
+        before = {p.name for p in folder.iterdir()} if folder.exists() else set()
+        x = jnp.arange(float(n))
+        out = program_store.call(_scaled_sine, (x,), static="cap-test")
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(_scaled_sine(x)))
+        new = {p.name for p in folder.iterdir()} - before
+        return new.pop() if new else ""
+
+    keys = {n: run(n) for n in (2, 3)}
+    os.utime(folder / keys[2], ns=(10**9, 10**9))             # 2 the older of the two
+    os.utime(folder / keys[3], ns=(2 * 10**9, 2 * 10**9))
+    program_store.forget()                                    # as a later process:
+    loaded = program_store.stats["loaded"]
+    run(2)                                                    # 2 read from the store,
+    assert program_store.stats["loaded"] == loaded + 1        # which marks it used
+    one = max(_bytes(folder))
+    share = 1 - compile_cache.COMPILED_SHARE
+    monkeypatch.setenv(compile_cache.MAX_MB_ENV, str(1.5 * one / share / 2**20))
+    assert compile_cache.prune_if_grown() >= 1                # room for one: 3 goes
+    assert {p.name for p in folder.iterdir()} == {keys[2]}
 
 
 def test_use_root_moves_the_cache_of_this_process(tmp_path, monkeypatch):
