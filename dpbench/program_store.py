@@ -155,11 +155,14 @@ def _read(path: Path) -> tuple[Any, Any] | None:
         blob = path.read_bytes()
         program, out_tree = pickle.loads(blob)
         entry = export.deserialize(bytearray(program)), out_tree
-        os.utime(path)                  # used now: the last to go when the store is pruned
-        return entry
     except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError,
             ImportError, IndexError):
         return None
+    try:
+        os.utime(path)                  # used now: the last to go when the store is pruned
+    except OSError:
+        pass                            # e.g. a read-only shared store: still used
+    return entry
 
 
 def _write(path: Path, entry: tuple[Any, Any]) -> None:

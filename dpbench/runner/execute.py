@@ -192,6 +192,7 @@ def run_trial(spec: TrialSpec | dict[str, Any], store_root: str, *,
         # so are compiled JAX programs (compile_cache.py), for every later trial and process.
         cache = Path(store_root).parent / "cache"
         compile_cache.use_root(cache)
+        compile_cache.max_bytes()           # a bad cache cap fails here, before the work
         with store.keep_alive(lease), artifact_context(cell=digest(spec.data_identity()),
                                                        root=cache):
             _log_computation(spec.key)
