@@ -69,7 +69,9 @@ class AIMSynth(MarginalMethod):
         elif np.unique(y).size < 2:
             self.coef_ = np.zeros(X.shape[1])       # one class only: no direction to learn
         else:
-            clf = LogisticRegression(penalty=None, fit_intercept=False, max_iter=1000)
+            # C=inf: no penalty (the authors' penalty=None, deprecated in scikit-learn 1.8;
+            # the same fit, bit for bit)
+            clf = LogisticRegression(C=np.inf, fit_intercept=False, max_iter=1000)
             self.coef_ = clf.fit(X, y).coef_.ravel()
         self._info["synth_rows"] = int(rows)
         return self
