@@ -513,3 +513,24 @@ def _with_target(group: str, name: str, entry: dict[str, Any]) -> dict[str, Any]
     if "_target_" not in entry:
         raise ConfigError(f"{group} {name!r} has no _target_")
     return entry
+
+
+def costliest_first(specs: Sequence[TrialSpec]) -> list[TrialSpec]:
+    """``specs`` in dispatch order: each (dataset, method) block where it first appears, the
+    larger budgets first within it, trials in order.
+
+    Workers take trials in this order, so the longest ones should come first (the classic
+    longest-processing-time rule): a grid that ends with a long trial leaves the other
+    workers idle while it runs. A trial's run time is not known before it runs, but for the
+    mechanisms whose cost depends on the budget it grows with it (AIM runs more rounds and
+    fits larger models at a larger eps), and for the others the order is immaterial. It also
+    keeps a release shared by two methods (runner/artifacts.py) from being built by the
+    first method's last, longest trial while the second method's trial for the same cell
+    waits on its lock with nothing else left to run.
+    The grid's own order (:func:`expand`) is unchanged: this is only the order of work, used
+    by the local runner and by the SLURM submission alike.
+    """
+    blocks: dict[tuple[str, str], int] = {}
+    for s in specs:
+        blocks.setdefault((s.dataset, s.method), len(blocks))
+    return sorted(specs, key=lambda s: (blocks[(s.dataset, s.method)], -s.epsilon, s.trial))

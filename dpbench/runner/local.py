@@ -45,6 +45,7 @@ from rich.progress import (
 
 from dpbench import compile_cache
 from dpbench.runner.execute import HELD, run_trial
+from dpbench.runner.grid import costliest_first
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK
 
@@ -140,13 +141,14 @@ def run_local(specs: Sequence[TrialSpec], store_root: str, *, n_jobs: int = 1,
     docstring). Each worker writes its own result file, so killing this process at any
     point loses at most the trials in flight. SIGTERM raises :class:`Terminated`.
 
-    Trials held by another live run (its lease) are asked again every ``poll_s`` seconds
-    after the others, until that run has stored them or died (then they are computed here):
-    when this returns, every trial has an outcome.
+    Trials are dispatched in :func:`~dpbench.runner.grid.costliest_first` order. Trials
+    held by another live run (its lease) are asked again every ``poll_s`` seconds after the
+    others, until that run has stored them or died (then they are computed here): when this
+    returns, every trial has an outcome.
     """
     counts: Counter[str] = Counter()
     since = time.time()
-    by_key = {s.key: s for s in specs}
+    by_key = {s.key: s for s in costliest_first(specs)}
     with sigterm_raises(), progress_bar(disable=not progress) as bar:
         task = bar.add_task(description, total=len(by_key), status="")
         todo = list(by_key.values())

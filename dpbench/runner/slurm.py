@@ -37,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dpbench import compile_cache
 from dpbench.runner.execute import HELD, run_trial
-from dpbench.runner.grid import ConfigError
+from dpbench.runner.grid import ConfigError, costliest_first
 from dpbench.runner.slurm_queue import ACTIVE_STATES, SlurmError, max_array_size, task_states
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK, ResultStore
@@ -273,7 +273,7 @@ def submit(cfg: DictConfig, todo: Sequence[TrialSpec], store: ResultStore) -> in
             executor = _executor(settings, folder, name)
         except (RuntimeError, ValueError) as exc:
             return _fail(f"cannot set up the SLURM executor: {exc}")
-        tasks = _chunks(todo, settings.trials_per_task)
+        tasks = _chunks(costliest_first(todo), settings.trials_per_task)
         for array in _chunks(tasks, limit):
             try:
                 with executor.batch():

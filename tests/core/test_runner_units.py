@@ -10,8 +10,9 @@ import pytest
 from omegaconf import open_dict
 
 from dpbench.cli import compose_config
+from dpbench.runner import local
 from dpbench.runner.execute import resolve_delta
-from dpbench.runner.grid import ConfigError, expand, thin, thin_sweep
+from dpbench.runner.grid import ConfigError, costliest_first, expand, thin, thin_sweep
 from dpbench.runner.store import ResultStore
 
 
@@ -23,6 +24,30 @@ def test_grid_size_order_and_overrides() -> None:
                                    "method=adassp"]))
     assert [(s.method, s.epsilon, s.trial) for s in specs] == [
         ("adassp", e, t) for e in (0.1, 1.0) for t in range(3)]
+
+
+def test_work_order_is_larger_budgets_first_within_each_block() -> None:
+    specs = expand(compose_config(["experiment=linreg_adult", "epsilons=[0.1,2,1]", "trials=2",
+                                   "methods=[ddssp,adassp]"]))
+    order = [(s.method, s.epsilon, s.trial) for s in costliest_first(specs)]
+    assert order == [(m, e, t) for m in ("ddssp", "adassp") for e in (2.0, 1.0, 0.1)
+                     for t in range(2)]
+    assert sorted(s.key for s in costliest_first(specs)) == sorted(s.key for s in specs)
+    assert [s.epsilon for s in specs[:2]] == [0.1, 0.1]   # the grid's own order is unchanged
+
+
+def test_run_local_dispatches_costliest_first(tmp_path: Path, monkeypatch) -> None:
+    specs = expand(compose_config(["experiment=linreg_adult", "epsilons=[0.05,2]", "trials=2",
+                                   "methods=[adassp]"]))
+    ran: list[tuple[float, int]] = []
+
+    def fake(key, spec, store_root, trace_memory, since):
+        ran.append((spec["epsilon"], spec["trial"]))
+        return key, "ok"
+
+    monkeypatch.setattr(local, "run_keyed", fake)
+    local.run_local(specs, str(tmp_path), n_jobs=1, progress=False)
+    assert ran == [(2.0, 0), (2.0, 1), (0.05, 0), (0.05, 1)]
 
 
 def test_profile_caps_and_dataset_profile_params() -> None:

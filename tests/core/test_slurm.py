@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO, run_cli
 
 from dpbench.cli import compose_config
-from dpbench.runner.grid import ConfigError
+from dpbench.runner.grid import ConfigError, costliest_first, expand
 from dpbench.runner.slurm import DELAY_ENV, SlurmSettings, submissions, trial_states
 from dpbench.runner.slurm_queue import ACTIVE_STATES, _expand, max_array_size, task_states
 from dpbench.runner.store import OK, ResultStore
@@ -111,6 +111,7 @@ def test_smoke_grid_returns_at_once_completes_and_matches_local(
     assert "submitted SLURM job" in out, out
     keys = [k for t in _tasks(res) for k in t["keys"]]
     assert sorted(keys) == sorted(local_metrics) and len(_tasks(res)) == 4  # 12 trials / 3
+    assert keys == [s.key for s in costliest_first(expand(compose_config(SMOKE)))]
     states = trial_states(ResultStore(res / "store"), keys)
     assert any(st.state in ("queued", "running") for st in states.values()), states
 
