@@ -66,9 +66,9 @@ MIN_COMPILE_S = 0.0
 MAX_MB_ENV = "DPBENCH_CACHE_MAX_MB"
 #: the cache's default cap, MB: compiled (JAX) and traced (program_store) programs together
 DEFAULT_MAX_MB = 4096
-#: share of the cap for JAX's compiled programs; program_store's traced ones (about a
-#: quarter of their size) get the rest
-COMPILED_SHARE = 0.8
+#: the cap's share of each store: JAX's compiled programs, and program_store's traced ones
+#: (about a quarter of their size)
+SHARES = {"compiled": 0.8, "traced": 0.2}
 
 HASH_SEED_ENV = "PYTHONHASHSEED"
 #: the hash seed of every process that runs trials unless the user set ``PYTHONHASHSEED``
@@ -110,13 +110,13 @@ def max_bytes() -> int | None:
     return max(1, int(mb * 2**20))
 
 
-def share_bytes(compiled: bool) -> int:
-    """The cap of one of the two stores in bytes (-1: no cap): JAX's compiled programs get
-    :data:`COMPILED_SHARE` of :func:`max_bytes`, program_store's traced ones the rest."""
+def share_bytes(store: str) -> int:
+    """The cap in bytes (-1: no cap) of ``store``, ``"compiled"`` (JAX's programs) or
+    ``"traced"`` (program_store's): its :data:`SHARES` of :func:`max_bytes`."""
     cap = max_bytes()
     if cap is None:
         return -1
-    return max(1, int(cap * (COMPILED_SHARE if compiled else 1 - COMPILED_SHARE)))
+    return max(1, int(cap * SHARES[store]))
 
 
 def prune(folder: Path, cap: int) -> int:
@@ -161,14 +161,14 @@ def prune_if_grown() -> int:
     if not enabled() or max_bytes() is None:
         return 0
     deleted = 0
-    for folder, compiled in ((jax_cache_dir(), True), (cache_root() / "jax-export", False)):
+    for folder, store in ((jax_cache_dir(), "compiled"), (cache_root() / "jax-export", "traced")):
         try:
             stamp = folder.stat().st_mtime_ns
         except OSError:
             continue
         if _seen.get(folder) == stamp:
             continue
-        deleted += prune(folder, share_bytes(compiled))
+        deleted += prune(folder, share_bytes(store))
         try:
             _seen[folder] = folder.stat().st_mtime_ns
         except OSError:

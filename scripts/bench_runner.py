@@ -52,6 +52,9 @@ from dpbench.tasks import TASKS
 
 
 def main() -> None:
+    # like the dpbench command: PYTHONHASHSEED=0 unless set, so the one-worker grid (run in
+    # this process) fits the same programs as `dpbench run runner.n_jobs=1` and its workers
+    compile_cache.reexec_with_hash_seed()
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--full-grid", action="store_true",

@@ -113,8 +113,8 @@ def test_pruning_keeps_the_cache_under_its_cap_and_changes_no_result(tmp_path, m
     assert compile_cache.prune_if_grown() > 0
     kept_compiled = _bytes(tmp_path / "jax")
     kept_traced = _bytes(tmp_path / "jax-export")
-    assert sum(kept_compiled) <= compile_cache.COMPILED_SHARE * cap
-    assert sum(kept_traced) <= (1 - compile_cache.COMPILED_SHARE) * cap
+    assert sum(kept_compiled) <= compile_cache.SHARES["compiled"] * cap
+    assert sum(kept_traced) <= compile_cache.SHARES["traced"] * cap
     assert len(kept_compiled) < len(compiled)
     assert compile_cache.prune_if_grown() == 0                # nothing added since: no scan
     again = _fit(tmp_path, "on", **{compile_cache.MAX_MB_ENV: "unlimited"})
@@ -141,7 +141,7 @@ def test_a_finished_trial_prunes_the_cache(tmp_path, monkeypatch):
 def test_the_cap_is_read_from_the_environment(monkeypatch, raw, expected):
     monkeypatch.setenv(compile_cache.MAX_MB_ENV, raw)
     assert compile_cache.max_bytes() == expected
-    shares = compile_cache.share_bytes(True), compile_cache.share_bytes(False)
+    shares = compile_cache.share_bytes("compiled"), compile_cache.share_bytes("traced")
     if expected is None:
         assert shares == (-1, -1)
     else:
@@ -208,9 +208,10 @@ def test_a_traced_program_read_again_is_kept_over_an_older_one(tmp_path, monkeyp
     program_store.forget()                                    # as a later process:
     loaded = program_store.stats["loaded"]
     run(2)                                                    # 2 read from the store,
-    assert program_store.stats["loaded"] == loaded + 1        # which marks it used
+    assert program_store.stats["loaded"] == loaded + 1        # which marks it used: both
+    assert (folder / keys[2]).stat().st_mtime_ns > 2 * 10**9  # times now (relatime: atime)
     one = max(_bytes(folder))
-    share = 1 - compile_cache.COMPILED_SHARE
+    share = compile_cache.SHARES["traced"]
     monkeypatch.setenv(compile_cache.MAX_MB_ENV, str(1.5 * one / share / 2**20))
     assert compile_cache.prune_if_grown() >= 1                # room for one: 3 goes
     assert {p.name for p in folder.iterdir()} == {keys[2]}
@@ -280,6 +281,11 @@ def _programs(results: Path) -> set[str]:
     return {p.name for p in (results / "cache" / "jax").glob("*-cache")}
 
 
+def _metrics(results: Path) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text())["metrics"]
+            for p in (results / "store" / "trials").glob("*/*.json")}
+
+
 def _cli_run(results: Path, site: Path, n_jobs: int) -> list[list]:
     from conftest import run_cli
 
@@ -298,7 +304,8 @@ def _cli_run(results: Path, site: Path, n_jobs: int) -> list[list]:
 def test_cli_runs_with_unset_hash_seed_share_the_compiled_aim_programs(tmp_path):
     """Two ``dpbench run`` commands with PYTHONHASHSEED unset (one in-process, one with a
     loky worker) into one results_dir: the second compiles no AIM program the first did
-    not (no new cache entry), because both run their trials with hash seed 0."""
+    not (no new cache entry), because both run their trials with hash seed 0, and its
+    record is the first's to the last bit (the fit depends on the hash seed at rounding)."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(
@@ -310,7 +317,7 @@ def test_cli_runs_with_unset_hash_seed_share_the_compiled_aim_programs(tmp_path)
     results = tmp_path / "results"
 
     first = _cli_run(results, site, n_jobs=1)
-    programs = _programs(results)
+    programs, metrics = _programs(results), _metrics(results)
     assert programs                                           # AIM compiled and stored them
     # the store and the cached AIM release go, the compiled programs stay: the trial and
     # its AIM fit are computed again
@@ -320,6 +327,7 @@ def test_cli_runs_with_unset_hash_seed_share_the_compiled_aim_programs(tmp_path)
             shutil.rmtree(d)
     second = _cli_run(results, site, n_jobs=2)
     assert _programs(results) == programs                    # nothing compiled anew
+    assert _metrics(results) == metrics and metrics          # the same fit, bit for bit
 
     for processes in (first, second):
         # the command started without a seed and re-executed itself (same pid) with seed 0

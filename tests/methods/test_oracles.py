@@ -187,6 +187,28 @@ def test_a_short_guarded_fit_takes_hugins_program(monkeypatch):
                               np.asarray(hugin.marginals[cl].values))
 
 
+def test_each_fit_is_compiled_with_the_options_of_its_length(monkeypatch):
+    """Short fits (cells x iterations <= FAST_COMPILE_MAX_WORK) and long guarded ones take
+    the fast-compile options, long hugin fits XLA's defaults (docs/speed.md: XLA's level-1
+    options for long guarded fits made a later process 30% faster and the linreg_adult
+    grid 23% slower)."""
+    from dpbench import program_store
+    seen = []
+    call = program_store.call
+
+    def spy(fn, args, **kw):
+        seen.append(kw.get("compiler_options"))
+        return call(fn, args, **kw)
+
+    monkeypatch.setattr(program_store, "call", spy)
+    domain, measurements = noisy_measurements(4, [(a,) for a in MD_ATTRS] + CLIQUES)
+    _mbi.estimate_mrf(domain, measurements, iters=20, oracle="guarded")
+    monkeypatch.setattr(_mbi, "FAST_COMPILE_MAX_WORK", 0)
+    _mbi.estimate_mrf(domain, measurements, iters=20, oracle="guarded")
+    _mbi.estimate_mrf(domain, measurements, iters=20)
+    assert seen == [_mbi.FAST_COMPILE, _mbi.FAST_COMPILE, None]
+
+
 def test_unknown_oracle_is_refused_with_the_choices():
     with pytest.raises(ValueError, match="oracle='bp'; valid: hugin, semistable, guarded"):
         OneOracleMirrorDescent(oracle="bp")
