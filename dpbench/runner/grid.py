@@ -522,8 +522,9 @@ def costliest_first(specs: Sequence[TrialSpec]) -> list[TrialSpec]:
     Workers take trials in this order, so the longest ones should come first (the classic
     longest-processing-time rule): a grid that ends with a long trial leaves the other
     workers idle while it runs. A trial's run time is not known before it runs, but for the
-    mechanisms whose cost depends on the budget it grows with it (AIM runs more rounds and
-    fits larger models at a larger eps), and for the others the order is immaterial. It also
+    mechanisms whose cost depends on the budget it grows with it (an adaptive marginal
+    mechanism runs more rounds and fits larger models at a larger eps), and for the others
+    the order is immaterial. It also
     keeps a release shared by two methods (runner/artifacts.py) from being built by the
     first method's last, longest trial while the second method's trial for the same cell
     waits on its lock with nothing else left to run.
