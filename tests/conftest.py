@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +11,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def stored_records(results: Path) -> dict[str, dict]:
+    """The trial records under ``<results>/store``, by key (temporary files of a write in
+    flight or killed, ``.``-prefixed, are not records)."""
+    return {p.stem: json.loads(p.read_text())
+            for p in (results / "store" / "trials").glob("*/*.json")
+            if not p.name.startswith(".")}
 
 
 def dpbench_cmd(*args: str) -> list[str]:

@@ -282,8 +282,8 @@ def _programs(results: Path) -> set[str]:
 
 
 def _metrics(results: Path) -> dict[str, dict]:
-    return {p.stem: json.loads(p.read_text())["metrics"]
-            for p in (results / "store" / "trials").glob("*/*.json")}
+    from conftest import stored_records
+    return {k: r["metrics"] for k, r in stored_records(results).items()}
 
 
 def _cli_run(results: Path, site: Path, n_jobs: int) -> list[list]:

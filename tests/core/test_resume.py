@@ -9,22 +9,15 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import REPO, dpbench_cmd, run_cli
+from conftest import REPO, dpbench_cmd, run_cli, stored_records
 
 # the data-independent methods only: AIM-based ones (ddssp, aim_synth) have their own tests
 BASELINES = "methods=[public,ssp,adassp]"
 GRID = ["experiment=linreg_adult", BASELINES, "runner.progress=false", "runner.n_jobs=1"]
 
 
-def _records(results: Path) -> dict[str, dict]:
-    # temp files of a write interrupted by the kill (".tmp-*") are not records
-    return {p.stem: json.loads(p.read_text())
-            for p in (results / "store" / "trials").glob("*/*.json")
-            if not p.name.startswith(".tmp-")}
-
-
 def _metrics(results: Path) -> dict[str, dict]:
-    return {k: r["metrics"] for k, r in _records(results).items() if r["status"] == "ok"}
+    return {k: r["metrics"] for k, r in stored_records(results).items() if r["status"] == "ok"}
 
 
 def test_kill_minus_9_then_resume_gives_exact_grid_and_identical_figure(tmp_path: Path) -> None:
@@ -33,16 +26,16 @@ def test_kill_minus_9_then_resume_gives_exact_grid_and_identical_figure(tmp_path
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     deadline = time.time() + 300
-    while time.time() < deadline and len(_records(killed)) < 10:
+    while time.time() < deadline and len(stored_records(killed)) < 10:
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)  # the whole process group, mid-sweep
     proc.wait()
-    n_before = len(_records(killed))
+    n_before = len(stored_records(killed))
     assert 10 <= n_before < 75, f"kill landed at {n_before} trials; test needs a partial run"
 
     run_cli("run", *GRID, f"results_dir={killed}", check=True)
     run_cli("run", *GRID, f"results_dir={clean}", check=True)
-    recs = _records(killed)
+    recs = stored_records(killed)
     assert len(recs) == 75 and all(r["status"] == "ok" for r in recs.values())
     assert _metrics(killed) == _metrics(clean)
 
@@ -58,7 +51,7 @@ def test_rerun_skips_done_and_retries_failed(tmp_path: Path) -> None:
     args = ["run", "experiment=linreg_adult", BASELINES, "profile=smoke", f"results_dir={res}",
             "runner.progress=false", "runner.n_jobs=1"]
     run_cli(*args, check=True)
-    recs = _records(res)
+    recs = stored_records(res)
     key = sorted(recs)[0]
     path = next((res / "store" / "trials").glob(f"*/{key}.json"))
     failed = {**recs[key], "status": "failed", "error": "simulated"}
@@ -69,7 +62,7 @@ def test_rerun_skips_done_and_retries_failed(tmp_path: Path) -> None:
     for p, m in mtimes.items():
         if p != path:
             assert p.stat().st_mtime_ns == m, f"{p} was rewritten"
-    assert _records(res)[key]["status"] == "ok"
+    assert stored_records(res)[key]["status"] == "ok"
 
 
 def test_bit_identical_across_workers_and_invocations(tmp_path: Path) -> None:

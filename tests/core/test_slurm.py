@@ -7,14 +7,13 @@ If the cluster cannot start, these tests fail; they never skip.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from conftest import REPO, run_cli, stored_records
 
 from dpbench.cli import compose_config
 from dpbench.runner.grid import ConfigError, costliest_first, expand
@@ -70,13 +69,8 @@ def local_metrics(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     return metrics
 
 
-def _records(results: Path) -> dict[str, dict]:
-    return {p.stem: json.loads(p.read_text())
-            for p in (results / "store" / "trials").glob("*/*.json")}
-
-
 def _metrics(results: Path) -> dict[str, dict]:
-    return {k: r["metrics"] for k, r in _records(results).items() if r["status"] == OK}
+    return {k: r["metrics"] for k, r in stored_records(results).items() if r["status"] == OK}
 
 
 def _tasks(results: Path) -> list[dict]:
@@ -151,7 +145,7 @@ def test_scancel_is_lost_then_rerun_and_preemption_requeues(
     _release_when_requeued(preempted["id"])
     _settle(res)
 
-    done = _records(res)
+    done = stored_records(res)
     lost = [k for k in killed["keys"] if k not in done]
     assert 0 < len(lost) < 6, "scancel must have landed mid-task"
     assert set(preempted["keys"]) <= done.keys()  # requeued via checkpoint, finished by itself
@@ -165,7 +159,7 @@ def test_scancel_is_lost_then_rerun_and_preemption_requeues(
     assert f"{len(lost)} to run" in out, out
     resubmitted = [k for t in _tasks(res)[2:] for k in t["keys"]]
     assert sorted(resubmitted) == sorted(lost)  # exactly the lost trials, nothing else
-    after = _records(res)
+    after = stored_records(res)
     for k, rec in done.items():  # nothing stored before was run again
         assert after[k]["started_at"] == rec["started_at"] and after[k]["pid"] == rec["pid"]
     assert _metrics(res) == local_metrics

@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import REPO, dpbench_cmd, run_cli
+from conftest import REPO, dpbench_cmd, run_cli, stored_records
 
 from dpbench.runner.execute import COMPUTE_LOG_ENV, HOLD_ENV
 from dpbench.runner.store import ResultStore
@@ -44,14 +44,8 @@ RESULT_FIELDS = ("key", "status", "spec", "metrics", "privacy", "info", "n_train
                  "d")
 
 
-def _records(results: Path) -> dict[str, dict]:
-    return {p.stem: json.loads(p.read_bytes())
-            for p in (results / "store" / "trials").glob("*/*.json")
-            if not p.name.startswith(".")}
-
-
 def _results(results: Path) -> dict[str, dict]:
-    return {k: {f: r.get(f) for f in RESULT_FIELDS} for k, r in _records(results).items()}
+    return {k: {f: r.get(f) for f in RESULT_FIELDS} for k, r in stored_records(results).items()}
 
 
 def _computations(log: Path) -> list[tuple[str, str, int]]:
@@ -79,7 +73,7 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The grid run once, uninterrupted: the reference for every test."""
     results = tmp_path_factory.mktemp("clean") / "results"
     run_cli("run", *GRID, f"results_dir={results}", check=True)
-    assert len(_records(results)) == N
+    assert len(stored_records(results)) == N
     return results
 
 
@@ -87,7 +81,7 @@ def _copy(clean: Path, tmp_path: Path) -> tuple[Path, str, Path]:
     """A copy of the clean results, one of its trial keys and that record's path."""
     results = tmp_path / "results"
     shutil.copytree(clean, results)
-    key = sorted(_records(results))[3]
+    key = sorted(stored_records(results))[3]
     return results, key, ResultStore(results / "store").path(key)
 
 
@@ -118,7 +112,7 @@ REASONS = {"json list": "valid JSON but a list", "not utf-8": "not UTF-8 text",
 def test_damaged_record_is_reported_quarantined_and_recomputed(clean: Path, tmp_path: Path,
                                                                kind: str) -> None:
     results, key, path = _copy(clean, tmp_path)
-    kept = [r for k, r in _records(results).items() if k != key]
+    kept = [r for k, r in stored_records(results).items() if k != key]
     data = _damage(path, kind)
 
     status = run_cli("status", *GRID, f"results_dir={results}")
@@ -237,7 +231,7 @@ def test_two_concurrent_runs_compute_each_trial_exactly_once(clean: Path, tmp_pa
     outs = [_finish(p) for p in runs]
 
     done = _computations(log)
-    assert sorted(k for k, _, _ in done) == sorted(_records(clean)), done  # once each
+    assert sorted(k for k, _, _ in done) == sorted(stored_records(clean)), done  # once each
     oks = 0
     for out in outs:
         to_run, counts = _summary(out)
@@ -274,7 +268,7 @@ def test_local_run_beside_the_slurm_task_code_computes_each_trial_once(
     out_task = _finish(task)
 
     done = _computations(log)
-    assert sorted(k for k, _, _ in done) == sorted(_records(clean)), done
+    assert sorted(k for k, _, _ in done) == sorted(stored_records(clean)), done
     task_counts = json.loads(out_task.strip().splitlines()[-1])
     assert sum(task_counts.values()) == N and set(task_counts) <= {"ok", "done by another run"}
     to_run, counts = _summary(out_local)
@@ -298,7 +292,7 @@ def test_lease_of_a_killed_run_does_not_block_the_rerun(clean: Path, tmp_path: P
         os.killpg(run.pid, signal.SIGKILL)
         run.communicate()
     assert lease.exists() and json.loads(lease.read_text())["pid"] == run.pid
-    assert not _records(results)
+    assert not stored_records(results)
 
     status = run_cli("status", *GRID, f"results_dir={results}").stdout
     assert "computing" not in status, status  # a dead holder's lease is stale at once
@@ -309,7 +303,7 @@ def test_lease_of_a_killed_run_does_not_block_the_rerun(clean: Path, tmp_path: P
     assert _summary(out) == (N, Counter({"ok": N}))
     done = _computations(log)
     assert len(done) == N + 1 and done[0][0] == lease.stem  # the killed attempt, then N
-    assert sorted(k for k, _, _ in done[1:]) == sorted(_records(clean))
+    assert sorted(k for k, _, _ in done[1:]) == sorted(stored_records(clean))
     assert _results(results) == _results(clean)
 
 
@@ -318,7 +312,7 @@ def test_another_machines_lease_blocks_until_its_expiry(clean: Path, tmp_path: P
     expiry; ``status`` shows the trial as computing, and the run waits, then computes it."""
     results, log = tmp_path / "results", tmp_path / "computations"
     results.mkdir()
-    (stale_key, live_key) = sorted(_records(clean))[:2]
+    (stale_key, live_key) = sorted(stored_records(clean))[:2]
     leases = results / "store" / "leases"
     leases.mkdir(parents=True)
     host = f"not-{socket.gethostname()}"
@@ -342,7 +336,7 @@ def test_another_machines_lease_blocks_until_its_expiry(clean: Path, tmp_path: P
                   check=True).stdout
     assert _summary(out) == (N, Counter({"ok": N}))
     keys = [k for k, _, _ in _computations(log)]
-    assert sorted(keys) == sorted(_records(clean))
-    started = datetime.fromisoformat(_records(results)[live_key]["started_at"]).timestamp()
+    assert sorted(keys) == sorted(stored_records(clean))
+    started = datetime.fromisoformat(stored_records(results)[live_key]["started_at"]).timestamp()
     assert started >= expires, (started, expires)  # it waited for the live lease's expiry
     assert _results(results) == _results(clean)
