@@ -55,6 +55,7 @@ import math
 import os
 import sys
 from pathlib import Path
+from typing import Literal
 
 ROOT_ENV = "DPBENCH_CACHE_DIR"
 SWITCH_ENV = "DPBENCH_JAX_CACHE"
@@ -110,7 +111,7 @@ def max_bytes() -> int | None:
     return max(1, int(mb * 2**20))
 
 
-def share_bytes(store: str) -> int:
+def share_bytes(store: Literal["compiled", "traced"]) -> int:
     """The cap in bytes (-1: no cap) of ``store``, ``"compiled"`` (JAX's programs) or
     ``"traced"`` (program_store's): its :data:`SHARES` of :func:`max_bytes`."""
     cap = max_bytes()
