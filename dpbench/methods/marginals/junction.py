@@ -262,14 +262,9 @@ class CalibratedTree:
         """P(a, c) from P(a, p) and the beliefs of neighbouring clique c."""
         if a in c:
             return self.beliefs[c]
-        sep = _sep(p, c)
-        m = jp.sum_to((a, *sep))
-        bc = self.beliefs[c]
-        bs = bc.sum_to(sep)
-        cond = np.divide(bc.values, bs.aligned(c), out=np.zeros_like(bc.values),
-                         where=bs.aligned(c) > 0)
+        m = jp.sum_to((a, *_sep(p, c)))
         target = (a, *c)
-        return Table(target, m.aligned(target) * cond[None, ...])
+        return Table(target, m.aligned(target) * self._conditional(c, p)[None, ...])
 
 
 def sample_rounded(tree: CalibratedTree, rows: int, rng: np.random.Generator
