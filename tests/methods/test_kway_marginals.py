@@ -106,6 +106,26 @@ def test_pairs_by_traversal_agree_with_elimination():
         np.testing.assert_allclose(m, tree._eliminate(("a", b), comp), rtol=1e-10, atol=1e-12)
 
 
+def test_pairs_by_traversal_visit_only_the_cliques_on_the_way(monkeypatch):
+    """Asked for a few partners, the traversal carries P(a, c) only along the tree paths to
+    the cliques that first hold them, and gives the same values to the last bit as when
+    asked for all of them."""
+    attrs, sizes, cliques, tables = _model("branching", seed=11)
+    tree = CalibratedTree(sizes, attrs, cliques, tables, total=TOTAL)
+    everything = tree.pairs_from("a", attrs)
+    carried: list[tuple] = []
+    carry = CalibratedTree._carry
+    monkeypatch.setattr(CalibratedTree, "_carry",
+                        lambda self, a, jp, p, c: carried.append(c) or carry(self, a, jp, p, c))
+    some = tree.pairs_from("a", ["d"])           # (c, d) hangs off a's home clique
+    assert set(some) == {"d"}
+    assert np.array_equal(some["d"], everything["d"])
+    assert [set(c) for c in carried] == [{"c", "d"}]
+    carried.clear()
+    assert tree.pairs_from("a", ["b", "c"]).keys() == {"b", "c"}     # all in a's home
+    assert carried == []
+
+
 def test_model_marginals_answer_4way_queries_on_the_original_domain():
     attrs, sizes, cliques, tables = _model("branching", seed=5)
     model = MarginalModel(tuple(attrs), sizes, "mrf", TOTAL, cliques=cliques, tables=tables)

@@ -241,13 +241,24 @@ class CalibratedTree:
         wanted = [b for b in others if b != a]
         out: dict[str, np.ndarray] = {}
         root = self._home[a]
+        parent = dict(nx.bfs_predecessors(self.tree, root))
+        order = [root, *[v for _, v in nx.bfs_edges(self.tree, root)]]
+        first: dict[str, Clique] = {}               # b -> first clique in BFS order holding it
+        for c in order:
+            for b in c:
+                first.setdefault(b, c)
+        needed: set[Clique] = set()                 # the cliques on the way to a wanted b
+        for b in wanted:
+            c = first.get(b)
+            while c is not None and c not in needed:
+                needed.add(c)
+                c = parent.get(c)
         joint = {root: self.beliefs[root]}         # clique -> table over ({a} | clique)
-        reached = {root}
-        for c in [root, *[v for _, v in nx.bfs_edges(self.tree, root)]]:
+        for c in order:
+            if c not in needed:
+                continue
             if c != root:
-                p = next(n for n in self.tree.neighbors(c) if n in reached and n in joint)
-                joint[c] = self._carry(a, joint[p], p, c)
-                reached.add(c)
+                joint[c] = self._carry(a, joint[parent[c]], parent[c], c)
             for b in c:
                 if b in wanted and b not in out:
                     out[b] = joint[c].sum_to((a, b)).values
