@@ -132,7 +132,7 @@ def release_compiled_programs_if_needed() -> bool:
         return False
     try:
         with open("/proc/self/maps", "rb") as fh:
-            count = sum(1 for _ in fh)
+            count = fh.read().count(b"\n")
     except OSError:
         return False
     if count <= MAP_COUNT_SHARE * MAP_COUNT_LIMIT:
