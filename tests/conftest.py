@@ -21,6 +21,12 @@ def stored_records(results: Path) -> dict[str, dict]:
             if not p.name.startswith(".")}
 
 
+def stored_metrics(results: Path) -> dict[str, dict]:
+    """The metrics of the ok trials under ``<results>/store``, by key."""
+    from dpbench.runner.store import OK
+    return {k: r["metrics"] for k, r in stored_records(results).items() if r["status"] == OK}
+
+
 def dpbench_cmd(*args: str) -> list[str]:
     """The dpbench CLI of this checkout, run with the current interpreter."""
     return [sys.executable, "-m", "dpbench.cli", *args]

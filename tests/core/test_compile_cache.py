@@ -281,11 +281,6 @@ def _programs(results: Path) -> set[str]:
     return {p.name for p in (results / "cache" / "jax").glob("*-cache")}
 
 
-def _metrics(results: Path) -> dict[str, dict]:
-    from conftest import stored_records
-    return {k: r["metrics"] for k, r in stored_records(results).items()}
-
-
 def _cli_run(results: Path, site: Path, n_jobs: int) -> list[list]:
     from conftest import run_cli
 
@@ -317,7 +312,9 @@ def test_cli_runs_with_unset_hash_seed_share_the_compiled_aim_programs(tmp_path)
     results = tmp_path / "results"
 
     first = _cli_run(results, site, n_jobs=1)
-    programs, metrics = _programs(results), _metrics(results)
+    from conftest import stored_metrics
+
+    programs, metrics = _programs(results), stored_metrics(results)
     assert programs                                           # AIM compiled and stored them
     # the store and the cached AIM release go, the compiled programs stay: the trial and
     # its AIM fit are computed again
@@ -327,7 +324,7 @@ def test_cli_runs_with_unset_hash_seed_share_the_compiled_aim_programs(tmp_path)
             shutil.rmtree(d)
     second = _cli_run(results, site, n_jobs=2)
     assert _programs(results) == programs                    # nothing compiled anew
-    assert _metrics(results) == metrics and metrics          # the same fit, bit for bit
+    assert stored_metrics(results) == metrics and metrics          # the same fit, bit for bit
 
     for processes in (first, second):
         # the command started without a seed and re-executed itself (same pid) with seed 0

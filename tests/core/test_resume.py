@@ -9,15 +9,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import REPO, dpbench_cmd, run_cli, stored_records
+from conftest import REPO, dpbench_cmd, run_cli, stored_metrics, stored_records
 
 # the data-independent methods only: AIM-based ones (ddssp, aim_synth) have their own tests
 BASELINES = "methods=[public,ssp,adassp]"
 GRID = ["experiment=linreg_adult", BASELINES, "runner.progress=false", "runner.n_jobs=1"]
-
-
-def _metrics(results: Path) -> dict[str, dict]:
-    return {k: r["metrics"] for k, r in stored_records(results).items() if r["status"] == "ok"}
 
 
 def test_kill_minus_9_then_resume_gives_exact_grid_and_identical_figure(tmp_path: Path) -> None:
@@ -37,7 +33,7 @@ def test_kill_minus_9_then_resume_gives_exact_grid_and_identical_figure(tmp_path
     run_cli("run", *GRID, f"results_dir={clean}", check=True)
     recs = stored_records(killed)
     assert len(recs) == 75 and all(r["status"] == "ok" for r in recs.values())
-    assert _metrics(killed) == _metrics(clean)
+    assert stored_metrics(killed) == stored_metrics(clean)
 
     for r in (killed, clean):
         run_cli("figures", "experiment=linreg_adult", f"results_dir={r}", check=True)
@@ -81,5 +77,5 @@ def test_bit_identical_across_workers_and_invocations(tmp_path: Path) -> None:
             f"results_dir={tmp_path / 'c'}", check=True, env={"PYTHONHASHSEED": "random"})
     run_cli(*grid, f"results_dir={tmp_path / 'c'}", check=True,
             env={"PYTHONHASHSEED": None})  # unset: dpbench pins 0
-    a, b, c = (_metrics(tmp_path / x) for x in "abc")
+    a, b, c = (stored_metrics(tmp_path / x) for x in "abc")
     assert len(a) == 18 and a == b == c  # exact float equality, not approx

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli, stored_records
+from conftest import REPO, run_cli, stored_metrics, stored_records
 
 from dpbench.cli import compose_config
 from dpbench.runner.grid import ConfigError, costliest_first, expand
@@ -64,13 +64,9 @@ def local_metrics(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """The smoke grid run by the local backend: the reference for every SLURM run."""
     res = tmp_path_factory.mktemp("local") / "results"
     run_cli("run", *SMOKE, f"results_dir={res}", check=True)
-    metrics = _metrics(res)
+    metrics = stored_metrics(res)
     assert len(metrics) == N_SMOKE
     return metrics
-
-
-def _metrics(results: Path) -> dict[str, dict]:
-    return {k: r["metrics"] for k, r in stored_records(results).items() if r["status"] == OK}
 
 
 def _tasks(results: Path) -> list[dict]:
@@ -110,7 +106,7 @@ def test_smoke_grid_returns_at_once_completes_and_matches_local(
     assert any(st.state in ("queued", "running") for st in states.values()), states
 
     _settle(res)
-    assert _metrics(res) == local_metrics  # exact float equality with the local backend
+    assert stored_metrics(res) == local_metrics  # exact float equality with the local backend
     status = run_cli("status", *SMOKE, f"results_dir={res}", check=True).stdout
     assert f"total: ok {N_SMOKE}, failed 0, pending 0, queued 0, running 0, lost 0" in status
     again = _slurm_run(res)
@@ -136,7 +132,7 @@ def test_scancel_is_lost_then_rerun_and_preemption_requeues(
     _slurm_run(res, "runner.trials_per_task=6", env={DELAY_ENV: "1.0"})
     killed, preempted = _tasks(res)
     deadline = time.time() + 90
-    while not all(set(t["keys"]) & set(_metrics(res)) for t in (killed, preempted)):
+    while not all(set(t["keys"]) & set(stored_metrics(res)) for t in (killed, preempted)):
         assert time.time() < deadline, "tasks did not start storing trials"
         time.sleep(0.1)
     for cmd in (["scancel", killed["id"]],                       # hard kill
@@ -162,7 +158,7 @@ def test_scancel_is_lost_then_rerun_and_preemption_requeues(
     after = stored_records(res)
     for k, rec in done.items():  # nothing stored before was run again
         assert after[k]["started_at"] == rec["started_at"] and after[k]["pid"] == rec["pid"]
-    assert _metrics(res) == local_metrics
+    assert stored_metrics(res) == local_metrics
 
 
 @pytest.mark.slurm
@@ -175,7 +171,7 @@ def test_grid_larger_than_max_array_size_is_split(cluster, local_metrics, tmp_pa
     assert sizes == [MAX_ARRAY, N_SMOKE // 2 - MAX_ARRAY], sizes  # 6 tasks of 2 trials
     assert len({a["job_id"] for a in sub["arrays"]}) == len(sizes)
     assert out.count("submitted SLURM job") == len(sizes)
-    assert _metrics(res) == local_metrics
+    assert stored_metrics(res) == local_metrics
 
 
 # --- no cluster needed ---------------------------------------------------------------------------
