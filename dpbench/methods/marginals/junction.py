@@ -241,8 +241,8 @@ class CalibratedTree:
         wanted = [b for b in others if b != a]
         out: dict[str, np.ndarray] = {}
         root = self._home[a]
-        parent = dict(nx.bfs_predecessors(self.tree, root))
-        order = [root, *[v for _, v in nx.bfs_edges(self.tree, root)]]
+        parent = dict(nx.bfs_predecessors(self.tree, root))     # in BFS order
+        order = [root, *parent]
         first: dict[str, Clique] = {}               # b -> first clique in BFS order holding it
         for c in order:
             for b in c:
