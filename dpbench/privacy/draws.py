@@ -1,0 +1,103 @@
+"""A trace of every noise draw a trial makes, written where the noise is drawn.
+
+Each randomised release calls :func:`record` next to its draw with what a privacy analysis
+needs: the distribution, its scale, the released statistic's sensitivity (and the norm it
+is measured in), the neighbouring relation that sensitivity is for, how many draws of this
+kind were made, and how the rows were sampled (DP-SGD's batches). Outside
+:func:`recording` a call costs one context-variable lookup and keeps nothing, so methods
+record unconditionally.
+
+The privacy audit (``tests/privacy``) runs every private method yaml under
+:func:`recording` and recomputes the trial's cost from these draws alone with accountants
+that share no code with dpbench's ledger; it also re-runs a fit on neighbouring data and
+checks that each draw's exact ``value`` moves by at most its declared ``sensitivity``.
+The trace is never stored in a trial record: ``value`` holds private statistics.
+
+Mechanisms (``mechanism``) and what ``scale`` / ``sensitivity`` mean for each:
+
+- ``gaussian``: N(0, scale^2) on each of ``size`` coordinates; L2 sensitivity;
+- ``laplace``: Laplace(0, scale) on each of ``size`` coordinates; L1 sensitivity;
+- ``exponential``: one selection among ``size`` candidates with probability ~
+  exp(epsilon q / (2 Delta)); ``scale`` = epsilon, ``sensitivity`` = Delta of the scores
+  (``monotonic`` drops the 2);
+- ``report_noisy_max``: argmax of scores + Laplace(scale) (PATE); ``sensitivity`` is the
+  L1 change of the score vector;
+- ``subsampled_gaussian``: ``count`` steps of a Gaussian of sd ``scale`` on a sum over a
+  batch, rows drawn by ``sampling`` (poisson / without / with) at rate ``rate`` = B / n;
+  ``sensitivity`` is the L2 change of the batch sum (a row's clipped contribution under
+  add/remove, twice it under replace-one);
+- ``pure``: an epsilon-DP step the method analyses itself (``scale`` = epsilon), for a
+  mechanism with no noise of the kinds above (e.g. a sparse-vector test's threshold).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+MECHANISMS = ("gaussian", "laplace", "exponential", "report_noisy_max",
+              "subsampled_gaussian", "pure")
+SAMPLINGS = ("poisson", "without", "with")
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One randomised release (or ``count`` identical ones) as a privacy analysis sees it."""
+
+    mechanism: str
+    label: str
+    scale: float
+    sensitivity: float
+    relation: str
+    size: int = 1
+    count: int = 1
+    norm: str = "l2"  # l1 | l2 | linf (exponential: the scores' largest change)
+    monotonic: bool = False
+    sampling: str | None = None
+    rate: float | None = None
+    #: the exact released statistic (audit only; never stored)
+    value: Any = field(default=None, compare=False, repr=False)
+
+
+_TRACE: ContextVar[list[Draw] | None] = ContextVar("dpbench_draw_trace", default=None)
+
+
+@contextmanager
+def recording() -> Iterator[list[Draw]]:
+    """Collect every :func:`record` call made in this block (this thread / context)."""
+    trace: list[Draw] = []
+    token = _TRACE.set(trace)
+    try:
+        yield trace
+    finally:
+        _TRACE.reset(token)
+
+
+def active() -> bool:
+    """True inside :func:`recording` (lets a method skip building a costly ``value``)."""
+    return _TRACE.get() is not None
+
+
+def record(mechanism: str, label: str, *, scale: float, sensitivity: float, relation: str,
+           size: int = 1, count: int = 1, norm: str = "l2", monotonic: bool = False,
+           sampling: str | None = None, rate: float | None = None,
+           value: Any = None) -> None:
+    """Note one draw in the active trace (no-op outside :func:`recording`)."""
+    trace = _TRACE.get()
+    if trace is None:
+        return
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"mechanism={mechanism!r} unknown; valid: {', '.join(MECHANISMS)}")
+    if sampling is not None and sampling not in SAMPLINGS:
+        raise ValueError(f"sampling={sampling!r} unknown; valid: {', '.join(SAMPLINGS)}")
+    if relation not in ("add_remove", "replace_one"):
+        raise ValueError(f"relation={relation!r} unknown; valid: add_remove, replace_one")
+    kept = None if value is None else np.array(value, dtype=float, copy=True)
+    trace.append(Draw(mechanism, label, float(scale), float(sensitivity), relation,
+                      int(size), int(count), norm, bool(monotonic), sampling,
+                      None if rate is None else float(rate), kept))
