@@ -49,6 +49,8 @@ class Charge:
     mu: float = 0.0
     #: true mu of a release whose published analysis claims ``mu`` (paper reproductions)
     actual_mu: float | None = None
+    #: true epsilon (at the charge's delta) of an approx release claimed at ``epsilon``
+    actual_epsilon: float | None = None
 
 
 @dataclass
@@ -59,6 +61,8 @@ class Accountant:
     delta: float
     currency: Currency = "approx"
     charges: list[Charge] = field(default_factory=list)
+    #: training rows released without protection (``declare_unprotected``): (rows, of n)
+    unprotected: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         validate_budget(self.epsilon, self.delta, allow_zero_delta=self.currency == "pure")
@@ -145,11 +149,30 @@ class Accountant:
         else:
             self._add(Charge(label, self.currency, epsilon=epsilon))
 
-    def charge_eps_delta(self, epsilon: float, delta: float, label: str) -> None:
-        """Charge an (epsilon, delta)-DP release (approx ledgers only)."""
+    def charge_eps_delta(self, epsilon: float, delta: float, label: str, *,
+                         actual: float | None = None) -> None:
+        """Charge an (epsilon, delta)-DP release (approx ledgers only).
+
+        ``actual``: as ``charge_mu``'s: the true epsilon at the same delta of a release whose
+        paper claims ``epsilon`` (e.g. a formula that assumes another sampler). Above the
+        claim, the record reports the true spend and ``understated = 1``.
+        """
         self._require("approx", "(epsilon, delta)")
+        act = None if actual is None else check_nonneg(actual, "actual")
         self._add(Charge(label, "approx", epsilon=check_nonneg(epsilon, "epsilon"),
-                         delta=check_nonneg(delta, "delta")))
+                         delta=check_nonneg(delta, "delta"), actual_epsilon=act))
+
+    def declare_unprotected(self, rows: int, n: int) -> None:
+        """Record that ``rows`` of the ``n`` private rows are released without noise (e.g.
+        PATE's student features drawn from the training split, as its paper does).
+
+        No charge covers them: for a row of the split the guarantee is only
+        (epsilon, delta + rows / n) (the row is published with probability rows / n), which
+        ``summary`` reports as ``delta_any_row`` next to ``unprotected_rows``.
+        """
+        if not (0 < rows <= n):
+            raise ValueError(f"need 0 < rows <= n, got rows={rows}, n={n}")
+        self.unprotected = (int(rows), int(n))
 
     def charge_gaussian(self, sensitivity: float, sigma: float, label: str) -> None:
         """Charge a Gaussian release with L2 sensitivity and noise sd sigma.
@@ -171,7 +194,9 @@ class Accountant:
     @property
     def understated(self) -> bool:
         """True if some charge's true cost exceeds what its (paper's) analysis claims."""
-        return any(c.actual_mu is not None and c.actual_mu > c.mu for c in self.charges)
+        return any((c.actual_mu is not None and c.actual_mu > c.mu)
+                   or (c.actual_epsilon is not None and c.actual_epsilon > c.epsilon)
+                   for c in self.charges)
 
     @property
     def mu_actual_spent(self) -> float:
@@ -183,7 +208,10 @@ class Accountant:
         eps, delta = self.spent_epsilon_delta()
         if self.understated:
             claimed = eps
-            eps = conversions.gdp_eps(self.mu_actual_spent, self.delta)
+            eps = (conversions.gdp_eps(self.mu_actual_spent, self.delta)
+                   if self.currency == "gdp" else
+                   math.fsum(c.epsilon if c.actual_epsilon is None
+                             else max(c.epsilon, c.actual_epsilon) for c in self.charges))
         out: dict[str, float | str] = {
             "currency": self.currency,
             "target_epsilon": self.epsilon,
@@ -198,8 +226,12 @@ class Accountant:
         if self.currency == "gdp":
             out.update(mu_total=self.mu_total, mu_spent=self.mu_actual_spent)
         if self.understated:
-            out.update(understated=1.0, claimed_spent_epsilon=claimed,
-                       claimed_mu_spent=self.mu_spent)
+            out.update(understated=1.0, claimed_spent_epsilon=claimed)
+            if self.currency == "gdp":
+                out.update(claimed_mu_spent=self.mu_spent)
+        if self.unprotected is not None:
+            rows, n = self.unprotected
+            out.update(unprotected_rows=float(rows), delta_any_row=delta + rows / n)
         return out
 
     # -- internals ------------------------------------------------------------------

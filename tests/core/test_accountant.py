@@ -250,3 +250,35 @@ def test_understated_charge_reports_true_spend() -> None:
     clean = Accountant(2.0, 1e-5, currency="gdp")
     clean.charge_mu(0.5, "a", actual=0.5)
     assert "understated" not in clean.summary()
+
+
+def test_understated_approx_charge_reports_the_true_epsilon() -> None:
+    # A formula claims eps 0.6 for a release that really costs 0.9 (at the same delta):
+    # with an honest 0.3 beside it the record's spend is 0.3 + 0.9 = 1.2 > the 1.0 target,
+    # the claim 0.9, and the flag; a true cost below the claim leaves the claim standing.
+    led = Accountant(1.0, 1e-6)
+    led.charge_eps_delta(0.3, 0.0, "honest")
+    led.charge_eps_delta(0.6, 1e-6, "claimed", actual=0.9)
+    out = led.summary()
+    assert out["understated"] == 1.0
+    assert out["spent_epsilon"] == pytest.approx(1.2)
+    assert out["claimed_spent_epsilon"] == pytest.approx(0.9)
+    assert "claimed_mu_spent" not in out
+    over_paid = Accountant(1.0, 1e-6)
+    over_paid.charge_eps_delta(1.0, 1e-6, "paper formula", actual=0.61)
+    assert "understated" not in over_paid.summary()
+    assert over_paid.summary()["spent_epsilon"] == 1.0
+
+
+def test_unprotected_rows_weaken_delta_for_a_row_of_the_split() -> None:
+    # 100 of 5,771 rows published as they are: a row of the split is in them with
+    # probability 100/5771, so its guarantee is (eps, delta + 0.017328...).
+    led = Accountant(1.0, 3e-8, currency="zcdp")
+    led.charge_pure(0.01, "q")
+    led.declare_unprotected(100, 5771)
+    out = led.summary()
+    assert out["unprotected_rows"] == 100.0
+    assert out["delta_any_row"] == pytest.approx(3e-8 + 100 / 5771, rel=1e-12)
+    assert "unprotected_rows" not in Accountant(1.0, 1e-6).summary()
+    with pytest.raises(ValueError, match="need 0 < rows <= n"):
+        led.declare_unprotected(0, 10)
