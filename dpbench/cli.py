@@ -270,13 +270,13 @@ def cmd_run(cfg: DictConfig) -> int:
 def privacy_alerts(specs: Sequence[TrialSpec], store: ResultStore, name: str,
                    facts: bool = False) -> list[str]:
     """Lines (each ending in a newline) for the grid's stored trials whose paper's accounting
-    under-states the true spend (``report.privacy``); with ``facts``, the neighbouring
-    relations too."""
+    under-states the true spend or that publish private rows (``report.privacy.alerts``);
+    with ``facts``, the neighbouring relations too."""
     from dpbench.report.frame import results_frame
-    from dpbench.report.privacy import neighbours_note, understated_notes
+    from dpbench.report.privacy import alerts, neighbours_note
 
     frame = results_frame(specs, store, name)
-    lines = [*understated_notes(frame), *([neighbours_note(frame)] if facts else [])]
+    lines = [*alerts(frame), *([neighbours_note(frame)] if facts else [])]
     return [f"{line}\n" for line in lines if line]
 
 

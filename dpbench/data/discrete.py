@@ -66,7 +66,7 @@ def load_discrete(*, rng: np.random.Generator, dataset_dir: str, file: str | Seq
                   drop: Sequence[str] = (), n_test: int | None = None,
                   test_frac: float | None = None, n_train_max: int | None = 50_000,
                   scheme: str = "ddssp", protocol: str = "holdout", resplits: int = 10,
-                  resplit_test_frac: float = 0.2) -> Split:
+                  resplit_test_frac: float = 0.2, n_public: int = 0) -> Split:
     """Split a discretised table and encode it (``scheme``: dpbench/data/encoding.py).
 
     ``drop`` removes attributes before anything else (e.g. the ``education`` column that
@@ -78,7 +78,9 @@ def load_discrete(*, rng: np.random.Generator, dataset_dir: str, file: str | Seq
     excess-risk paper's protocol: train = test = every row (in file order; the holdout
     settings do not apply), with ``Split.resplits`` = ``resplits`` random re-splits of
     ``resplit_test_frac`` test rows for the task to score on (see ``Split``).
-    ``target_kind`` None = the scheme's default.
+    ``target_kind`` None = the scheme's default. ``n_public`` (holdout only) sets that many
+    random training rows aside as public rows (``train.public``, outside the protected
+    training rows: a public-data-assisted method reads them for free).
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol {protocol!r} unknown; valid: {', '.join(PROTOCOLS)}")
@@ -97,13 +99,20 @@ def load_discrete(*, rng: np.random.Generator, dataset_dir: str, file: str | Seq
     xb = feature_bound(enc)
     yb = float(np.max(np.abs(enc.target_values)))
 
-    def part(idx: np.ndarray) -> TabularData:
+    def part(idx: np.ndarray, public: np.ndarray | None = None) -> TabularData:
         sub = frame.iloc[idx].reset_index(drop=True)
         X, y = enc.encode(sub)
+        pub = None if public is None else frame.iloc[public].reset_index(drop=True)
         return TabularData(X=X, y=y, x_bound=xb, y_bound=yb, feature_names=enc.columns,
-                           target=target, discrete=sub, domain=domain, encoding=enc)
+                           target=target, discrete=sub, domain=domain, encoding=enc,
+                           public=pub)
 
+    if not (isinstance(n_public, int | np.integer) and n_public >= 0):
+        raise ValueError(f"n_public={n_public!r} must be an integer >= 0")
     if protocol == "paper":
+        if n_public:
+            raise ValueError(f"n_public={n_public} needs protocol holdout (under protocol "
+                             "paper every row is both train and test)")
         if int(resplits) < 1:
             raise ValueError(f"resplits={resplits!r} must be >= 1 under protocol paper")
         holdout_rows(len(frame), resplit_test_frac)       # validates the fraction
@@ -117,4 +126,11 @@ def load_discrete(*, rng: np.random.Generator, dataset_dir: str, file: str | Seq
         n_test = holdout_rows(len(frame), test_frac)
     train_idx, test_idx = shuffle_split(len(frame), 1000 if n_test is None else n_test,
                                         n_train_max, rng)
-    return Split(train=part(train_idx), test=part(test_idx))
+    if not n_public:
+        return Split(train=part(train_idx), test=part(test_idx))
+    if n_public >= len(train_idx):
+        raise ValueError(f"n_public={n_public} leaves no training rows; valid: n_public < "
+                         f"{len(train_idx)}")
+    pick = rng.permutation(len(train_idx))
+    public_idx, train_idx = np.sort(train_idx[pick[:n_public]]), np.sort(train_idx[pick[n_public:]])
+    return Split(train=part(train_idx, public_idx), test=part(test_idx))

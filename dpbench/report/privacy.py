@@ -1,11 +1,14 @@
 """What a report must say about the privacy of the trials behind its numbers.
 
-Two facts a reader cannot see in a metric: the neighbouring relation each method's guarantee
-is stated for (add/remove or replace-one: the same epsilon means different things), and any
-method whose paper's accounting under-states its true cost (the ledger records the true
-spend as ``spent_*`` and ``understated = 1``; ``Accountant.charge_mu(actual=...)``). Both are
-read from the results frame (``privacy.*`` columns), so they are stated wherever the numbers
-appear: every figure, table and claims file (``render.provenance``) and the run summary.
+Three facts a reader cannot see in a metric: the neighbouring relation each method's
+guarantee is stated for (add/remove or replace-one: the same epsilon means different
+things), any method whose paper's accounting under-states its true cost (the ledger records
+the true spend as ``spent_*`` and ``understated = 1``; ``Accountant.charge_mu`` /
+``charge_eps_delta(actual=...)``), and any method that releases private rows without noise
+(``unprotected_rows`` and the weaker ``delta_any_row``; ``Accountant.declare_unprotected``).
+All are read from the results frame (``privacy.*`` columns), so they are stated wherever the
+numbers appear: every figure, table and claims file (``render.provenance``; the last two in
+red, :func:`alerts`) and the run summary.
 """
 
 from __future__ import annotations
@@ -56,3 +59,26 @@ def understated_notes(frame: pd.DataFrame) -> list[str]:
                    f"{worst['privacy.target_epsilon']:.3g}{mus}")
     return out
 
+
+
+def unprotected_notes(frame: pd.DataFrame) -> list[str]:
+    """One sentence per method with trials that publish private rows without noise: how
+    many rows, and the (eps, delta) a row of the split really gets (the worst trial)."""
+    if frame.empty or "privacy.unprotected_rows" not in frame:
+        return []
+    flagged = frame[frame["privacy.unprotected_rows"].fillna(0).astype(float) > 0]
+    out = []
+    for label, part in flagged.groupby("method_label", sort=True):
+        worst = part.loc[part["privacy.delta_any_row"].astype(float).idxmax()]
+        out.append(f"PRIVACY: {label} publishes {worst['privacy.unprotected_rows']:.0f} "
+                   f"private training rows without noise (its paper's choice): for a row of "
+                   f"the training split the guarantee is only eps "
+                   f"{worst['privacy.target_epsilon']:.3g} with delta "
+                   f"{worst['privacy.delta_any_row']:.2g}, not "
+                   f"{worst['privacy.target_delta']:.2g}")
+    return out
+
+
+def alerts(frame: pd.DataFrame) -> list[str]:
+    """Every privacy alert of the frame's trials (under-stated spends, unprotected rows)."""
+    return [*understated_notes(frame), *unprotected_notes(frame)]

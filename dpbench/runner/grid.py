@@ -218,17 +218,29 @@ def sweep_points(sweep: Mapping[str, Any] | None, axis: str) -> list[dict[str, A
     return points
 
 
+def dataset_provides(dentry: Mapping[str, Any],
+                     dparams: Mapping[str, Any] | None = None) -> frozenset[str]:
+    """A dataset's capabilities: its yaml's ``provides``, plus each capability of its
+    ``provides_when: {capability: param}`` whose loader parameter is set (truthy) in
+    ``dparams`` (e.g. ``public_rows`` when ``n_public`` sets rows aside)."""
+    given = {**(dentry.get("params") or {}), **(dparams or {})}
+    when = dentry.get("provides_when") or {}
+    return frozenset([*(dentry.get("provides") or ()),
+                      *(cap for cap, param in when.items() if given.get(param))])
+
+
 def cell_problem(task: Task, dataset: str, dentry: Mapping[str, Any], method: str,
-                 mentry: Mapping[str, Any], mparams: Mapping[str, Any]) -> str | None:
+                 mentry: Mapping[str, Any], mparams: Mapping[str, Any],
+                 dparams: Mapping[str, Any] | None = None) -> str | None:
     """Why (task, dataset, method) cannot run, or None: the dataset yaml's ``tasks`` and
-    ``provides``, the task's ``requires`` and the method's ``supports`` (its class's
-    declared contract, dpbench/methods/base.py)."""
+    capabilities (:func:`dataset_provides` at ``dparams``), the task's ``requires`` and the
+    method's ``supports`` (its class's declared contract, dpbench/methods/base.py)."""
     from dpbench.runner.execute import import_object
 
     tasks = dentry.get("tasks")
     if tasks is not None and task.name not in tasks:
         return f"dataset {dataset!r} serves {', '.join(tasks)}, not {task.name}"
-    provides = frozenset(dentry.get("provides") or ())
+    provides = dataset_provides(dentry, dparams)
     missing = sorted(task.requires - provides)
     if missing:
         return f"task {task.name!r} needs data with {', '.join(missing)}; dataset {dataset!r} " \
@@ -377,7 +389,7 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
     for d in datasets:
         for m in methods_of[d.name]:
             problem = cell_problem(TASKS[task], d.name, d.entry, m.name, m.entry,
-                                   m.params(profile))
+                                   m.params(profile), d.params(profile))
             if problem:
                 raise ConfigError(f"cannot run {m.id} on {d.id} for task {task}: {problem}")
 

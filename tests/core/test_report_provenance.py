@@ -24,7 +24,7 @@ from conftest import run_cli
 
 from dpbench.methods.base import NEIGHBOUR_RELATIONS
 from dpbench.privacy import conversions
-from dpbench.report.privacy import neighbours_note, understated_notes
+from dpbench.report.privacy import alerts, neighbours_note, understated_notes, unprotected_notes
 from dpbench.runner.store import ResultStore
 
 SMOKE = ["experiment=linreg_adult", "methods=[public,ssp]", "profile=smoke",
@@ -158,3 +158,19 @@ def test_understated_notes_on_a_hand_built_frame() -> None:
         "PRIVACY: A follows its paper's accounting, which under-states the cost: 2 trial(s) "
         "spend more than their target, up to eps 8 at a target of 2 (mu 3 vs the claimed 1)"]
     assert understated_notes(frame.iloc[2:]) == []
+
+
+def test_unprotected_rows_are_an_alert_with_the_delta_a_row_really_gets() -> None:
+    # PATE on Compas (100 student rows of 5,771) and Heart (20 of 242): the note gives the
+    # worst trial's delta for a row of the training split; a method without them says nothing
+    frame = pd.DataFrame({
+        "method_label": ["PATE", "PATE", "AIM"],
+        "privacy.unprotected_rows": [100.0, 20.0, None],
+        "privacy.delta_any_row": [3e-8 + 100 / 5771, 1.7e-5 + 20 / 242, None],
+        "privacy.target_epsilon": [1.0, 1.0, 1.0],
+        "privacy.target_delta": [3e-8, 1.7e-5, 1e-9]})
+    notes = unprotected_notes(frame)
+    assert notes == ["PRIVACY: PATE publishes 20 private training rows without noise (its "
+                     "paper's choice): for a row of the training split the guarantee is only "
+                     "eps 1 with delta 0.083, not 1.7e-05"]
+    assert alerts(frame) == notes and unprotected_notes(frame.iloc[2:]) == []

@@ -199,7 +199,8 @@ def test_every_sampling_runs_and_is_deterministic_given_the_rng(sampling):
 
 
 def test_invalid_settings_are_refused():
-    with pytest.raises(ValueError, match="sampling='poison' has no privacy analysis here; valid: poisson, without"):
+    with pytest.raises(ValueError, match="sampling='poison' has no privacy analysis here; "
+                                         "valid: poisson, without"):
         DPSGDIyengar(sampling="poison")
     with pytest.raises(ValueError, match="calibration="):
         DPSGDIyengar(calibration="exact")
