@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from dpbench.report.frame import Shortfall, method_name
-from dpbench.report.privacy import alerts, neighbours_note
+from dpbench.report.privacy import alerts, budget_note, neighbours_note
 from dpbench.report.render import incomplete_cells, provenance
 from dpbench.runner.grid import ConfigError
 
@@ -71,9 +71,9 @@ def build_report(frame: pd.DataFrame, experiment: Mapping[str, Any],
                  shortfalls: Sequence[Shortfall] = (), origin: str | None = None) -> list[Path]:
     """Figures and tables, then claims; the written paths in order. ``origin`` (e.g.
     ``smoke profile, 2 trials per cell``) and the privacy facts of the trials (neighbouring
-    relation, any under-stated spend or unprotected rows: ``report.privacy``) are stated on
-    every one of them."""
-    stated = "; ".join(filter(None, [origin, neighbours_note(frame)]))
+    relation, a budget not given as epsilon, any under-stated spend or unprotected rows:
+    ``report.privacy``) are stated on every one of them."""
+    stated = "; ".join(filter(None, [origin, budget_note(frame), neighbours_note(frame)]))
     with provenance(stated or None, alerts(frame)):
         return (build_figures(frame, figures, out, shortfalls)
                 + build_claims(frame, experiment, out, shortfalls))

@@ -40,23 +40,58 @@ def neighbours_note(frame: pd.DataFrame) -> str | None:
         f"{r} ({', '.join(sorted(ms))})" for r, ms in sorted(by.items()))
 
 
+UNIT_TEXT = {"mu": "mu-GDP", "rho": "rho-zCDP"}
+
+
+def _unit(frame: pd.DataFrame) -> str:
+    """The frame's budget unit (epsilon when not recorded)."""
+    if "budget_unit" not in frame or frame["budget_unit"].dropna().empty:
+        return "epsilon"
+    return str(frame["budget_unit"].dropna().iloc[0])
+
+
+def budget_note(frame: pd.DataFrame) -> str | None:
+    """``budget: mu = 1 (mu-GDP), every trial`` (or ``budget unit: mu (mu-GDP)`` over
+    several values) when the budget is not given as epsilon, so a figure whose axes do not
+    show it still says what it is; None for an epsilon budget."""
+    unit = _unit(frame)
+    if frame.empty or unit == "epsilon":
+        return None
+    values = sorted(frame["epsilon"].dropna().unique())
+    if len(values) == 1:
+        return f"budget: {unit} = {values[0]:g} ({UNIT_TEXT.get(unit, unit)}), every trial"
+    return f"budget unit: {unit} ({UNIT_TEXT.get(unit, unit)})"
+
+
 def understated_notes(frame: pd.DataFrame) -> list[str]:
     """One sentence per method with trials whose paper's accounting under-states the true
-    spend: the largest true epsilon against its target."""
+    spend: the largest true spend against its target, in the budget's unit (mu for a mu
+    budget, else epsilon), never the two mixed."""
     if frame.empty or "privacy.understated" not in frame:
         return []
     flagged = frame[frame["privacy.understated"].fillna(0).astype(float) > 0]
     out = []
     for label, part in flagged.groupby("method_label", sort=True):
-        ratio = part["privacy.spent_epsilon"] / part["privacy.target_epsilon"]
-        worst = part.loc[ratio.idxmax()]
-        mu = worst.get("privacy.mu_spent", math.nan)
-        claimed = worst.get("privacy.claimed_mu_spent", math.nan)
-        mus = f" (mu {mu:.3g} vs the claimed {claimed:.3g})" if math.isfinite(mu) else ""
+        in_mu = _unit(part) == "mu" and "privacy.mu_spent" in part \
+            and part["privacy.mu_spent"].notna().all()
+        if in_mu:
+            ratio = part["privacy.mu_spent"] / part["epsilon"]
+            worst = part.loc[ratio.idxmax()]
+            spend = (f"mu {worst['privacy.mu_spent']:.3g} at a target of mu = "
+                     f"{worst['epsilon']:g}")
+            claimed = worst.get("privacy.claimed_mu_spent", math.nan)
+            if math.isfinite(claimed):
+                spend += f" (its paper's accounting claims mu {claimed:.3g})"
+        else:
+            ratio = part["privacy.spent_epsilon"] / part["privacy.target_epsilon"]
+            worst = part.loc[ratio.idxmax()]
+            spend = (f"eps {worst['privacy.spent_epsilon']:.3g} at a target of eps "
+                     f"{worst['privacy.target_epsilon']:.3g}")
+            claimed = worst.get("privacy.claimed_spent_epsilon", math.nan)
+            if isinstance(claimed, float) and math.isfinite(claimed):
+                spend += f" (its paper's accounting claims eps {claimed:.3g})"
         out.append(f"PRIVACY: {label} follows its paper's accounting, which under-states the "
-                   f"cost: {len(part)} trial(s) spend more than their target, up to "
-                   f"eps {worst['privacy.spent_epsilon']:.3g} at a target of "
-                   f"{worst['privacy.target_epsilon']:.3g}{mus}")
+                   f"cost: {len(part)} trial(s) spend more than their target, up to {spend}")
     return out
 
 

@@ -90,9 +90,16 @@ def test_matches_paper_from_numbers_csv(tmp_path):
         "1,toy,m,err,best_over,1.0,0.50,2,true,not computed\n"
         "1,toy,absent,err,mean_se,1.0,0.50,2,true,no results\n"
         "2,toy,m,err,mean_se,1.0,9.99,2,true,other table\n")
-    f = _rows({("m", 1.0): {"err": [0.49, 0.51]}, ("m", 2.0): {"err": [0.49, 0.51]},
-               ("m", 3.0): {"err": [0.49, 0.51]}})
+    # 3 trials: the minimum for a verdict (report.numbers.MIN_TRIALS)
+    f = _rows({("m", 1.0): {"err": [0.49, 0.50, 0.51]}, ("m", 2.0): {"err": [0.49, 0.50, 0.51]},
+               ("m", 3.0): {"err": [0.49, 0.50, 0.51]}})
     got = [(v.eps, v.status) for v in verdicts(f, tmp_path, kind="matches_paper", table="1")]
     assert got == [(1.0, "PASS"), (2.0, "FAIL"), (3.0, "SKIP"), (1.0, "SKIP")]
     assert len(verdicts(f, tmp_path, kind="matches_paper")) == 5
     assert verdicts(f, None, kind="matches_paper") == []
+    # one trial: SKIP with the table's no-verdict text, not the old z of a zero s.e.
+    # ((0.49 - 0.50) / (0.01 / sqrt(12)) = -3.5, a FAIL at tol 2)
+    one = verdicts(f[f["trial"] == 0], tmp_path, kind="matches_paper", table="1")
+    assert [(v.eps, v.status) for v in one] == [(1.0, "SKIP"), (2.0, "SKIP"), (3.0, "SKIP"),
+                                                (1.0, "SKIP")]
+    assert one[0].numbers == "ours 0.49 vs paper 0.50, fewer than 3 trials: no verdict"

@@ -44,14 +44,26 @@ def _rows(path) -> list[list[str]]:
     return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[1:]]
 
 
+def _row(value: float, digits: int = 3, **extra) -> pd.Series:
+    return pd.Series({"value": value, "digits": digits, **extra})
+
+
 def test_zscore_widens_se_by_the_printed_rounding():
-    # ours 0.52 +- 0.01155 vs 0.500 printed to 3 decimals
+    # ours 0.52 +- 0.01155 over 3 trials vs 0.500 printed to 3 decimals, no paper s.e.
     se = np.std([0.50, 0.52, 0.54], ddof=1) / math.sqrt(3)
     z = (0.52 - 0.5) / math.sqrt(se**2 + 0.001**2 / 12)
-    assert zscore(0.52, se, 0.5, 3) == f"{z:+.1f}" == "+1.7"
+    assert zscore(0.52, se, 3, _row(0.5)) == f"{z:+.1f}" == "+1.7"
     # a deterministic result equal to a 2-decimal paper value up to rounding: |z| <= 1.7
-    assert zscore(0.404, 0.0, 0.40, 2) == f"{0.004 / (0.01 / math.sqrt(12)):+.1f}" == "+1.4"
-    assert zscore(0.4, 0.1, None) == "—"
+    assert zscore(0.404, 0.0, 1, _row(0.40, 2, deterministic=True)) \
+        == f"{0.004 / (0.01 / math.sqrt(12)):+.1f}" == "+1.4"
+    assert zscore(0.4, 0.1, 3, None) == "—"
+
+
+def test_zscore_no_verdict_below_min_trials():
+    # the old formula: two trials that agree by chance (se 0) put only the rounding
+    # (0.0003) in the denominator, z = 0.014 / 0.00029 = +48.5; now no z at all
+    assert zscore(0.780, 0.0, 2, _row(0.766)) == "fewer than 3 trials: no verdict"
+    assert zscore(0.780, math.nan, 1, _row(0.766)) == "fewer than 3 trials: no verdict"
 
 
 def test_mean_se_proxy_others_best_over_and_ranking(tmp_path, paper):
@@ -128,9 +140,11 @@ def test_index_rows_per_method_with_sd_and_coverage(tmp_path, paper):
     b1, b2 = _rows(paths[0])
     sd = float(np.std([0.0, 0.1, 0.2, 0.3], ddof=1))
     se_sd = sd / math.sqrt(2 * 3)
-    assert b1[1] == f"{sd:.3f} ± {se_sd:.3f} / 0.100 ({zscore(sd, se_sd, 0.1):})"
+    assert b1[1] == f"{sd:.3f} ± {se_sd:.3f} / 0.100 ({zscore(sd, se_sd, 4, _row(0.1))})"
     q = (0.75 + 0.95) / 2
     se_cov = math.sqrt(q * (1 - q) / 4)
-    assert b1[2] == f"0.750 ± {se_cov:.3f} / 0.950 ({zscore(0.75, se_cov, 0.95)})"
+    assert b1[2] == f"0.750 ± {se_cov:.3f} / 0.950 ({zscore(0.75, se_cov, 4, _row(0.95))})"
+    z_cov = (0.75 - 0.95) / math.sqrt(se_cov**2 + 0.001**2 / 12)
+    assert zscore(0.75, se_cov, 4, _row(0.95)) == f"{z_cov:+.1f}"
     # no paper number for the second coefficient; a 0/1 column with no variation
     assert b2[0] == "β2" and b2[2] == f"1.000 ± {math.sqrt(0.25 / 4 / 4):.3f} / — (—)"

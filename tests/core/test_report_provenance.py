@@ -24,7 +24,13 @@ from conftest import run_cli
 
 from dpbench.methods.base import NEIGHBOUR_RELATIONS
 from dpbench.privacy import conversions
-from dpbench.report.privacy import alerts, neighbours_note, understated_notes, unprotected_notes
+from dpbench.report.privacy import (
+    alerts,
+    budget_note,
+    neighbours_note,
+    understated_notes,
+    unprotected_notes,
+)
 from dpbench.runner.store import ResultStore
 
 SMOKE = ["experiment=linreg_adult", "methods=[public,ssp]", "profile=smoke",
@@ -138,9 +144,13 @@ def test_an_understated_spend_is_said_wherever_its_numbers_appear(tmp_path: Path
     eps_true = conversions.gdp_eps(p["mu_spent"], p["target_delta"])
     assert eps_true == pytest.approx(p["spent_epsilon"], rel=1e-9)
     assert p["mu_spent"] > p["claimed_mu_spent"] == pytest.approx(1.0, rel=1e-9)
-    line = f"up to eps {eps_true:.3g} at a target of {p['target_epsilon']:.3g}"
+    # a mu budget: the alert speaks mu only (the old one mixed eps and mu)
+    worst = max(recs, key=lambda r: r["privacy"]["mu_spent"])
+    line = (f"up to mu {worst['privacy']['mu_spent']:.3g} at a target of mu = 1 (its "
+            f"paper's accounting claims mu 1)")
     alert = next(x for x in run.splitlines() if x.startswith("PRIVACY: BinAgg"))
     assert line in alert and f"{len(recs)} trial(s)" in alert, alert
+    assert "eps" not in alert, alert
     status = run_cli("status", *grid, check=True).stdout
     assert alert in status
     run_cli("figures", *grid, check=True)
@@ -152,11 +162,20 @@ def test_an_understated_spend_is_said_wherever_its_numbers_appear(tmp_path: Path
 def test_understated_notes_on_a_hand_built_frame() -> None:
     frame = pd.DataFrame({
         "method_label": ["A", "A", "B"], "privacy.understated": [1.0, 1.0, None],
+        "epsilon": [1.0, 1.0, 1.0], "budget_unit": ["mu"] * 3,
         "privacy.spent_epsilon": [3.0, 8.0, 1.0], "privacy.target_epsilon": [1.0, 2.0, 1.0],
+        "privacy.claimed_spent_epsilon": [1.5, 2.0, None],
         "privacy.mu_spent": [2.0, 3.0, None], "privacy.claimed_mu_spent": [1.0, 1.0, None]})
+    # a mu budget: the spend in mu only
     assert understated_notes(frame) == [
         "PRIVACY: A follows its paper's accounting, which under-states the cost: 2 trial(s) "
-        "spend more than their target, up to eps 8 at a target of 2 (mu 3 vs the claimed 1)"]
+        "spend more than their target, up to mu 3 at a target of mu = 1 (its paper's "
+        "accounting claims mu 1)"]
+    # an epsilon budget: the spend in epsilon only
+    assert understated_notes(frame.assign(budget_unit="epsilon")) == [
+        "PRIVACY: A follows its paper's accounting, which under-states the cost: 2 trial(s) "
+        "spend more than their target, up to eps 8 at a target of eps 2 (its paper's "
+        "accounting claims eps 2)"]
     assert understated_notes(frame.iloc[2:]) == []
 
 
@@ -174,3 +193,10 @@ def test_unprotected_rows_are_an_alert_with_the_delta_a_row_really_gets() -> Non
                      "paper's choice): for a row of the training split the guarantee is only "
                      "eps 1 with delta 0.083, not 1.7e-05"]
     assert alerts(frame) == notes and unprotected_notes(frame.iloc[2:]) == []
+
+
+def test_budget_note_states_a_mu_budget() -> None:
+    frame = pd.DataFrame({"epsilon": [1.0, 1.0], "budget_unit": ["mu", "mu"]})
+    assert budget_note(frame) == "budget: mu = 1 (mu-GDP), every trial"
+    assert budget_note(frame.assign(epsilon=[0.5, 1.0])) == "budget unit: mu (mu-GDP)"
+    assert budget_note(frame.assign(budget_unit="epsilon")) is None

@@ -47,8 +47,11 @@ eps unless said otherwise:
   threshold; edges from ``edges_column`` (JSON list) or, lacking it, numpy.linspace(edges).
 * ``matches_paper`` (table, tol: 2, numbers: numbers.csv): for each row of the paper's
   numbers.csv (columns table, dataset, method, metric, stat, epsilon, value, digits,
-  comparable, note) with results: |z| <= tol, z = (ours - paper) / sqrt(se^2 + r^2), r the
-  rounding sd of the printed digits; not comparable rows are SKIP.
+  comparable, note; optional se, k, deterministic) with results: |z| <= tol, z =
+  (ours - paper) / sqrt(se^2 + se_paper^2 + r^2), r the rounding sd of the printed digits,
+  se_paper the printed one or ours scaled to the paper's k trials (``report.numbers``, the
+  same z as the paper_table cells); not comparable rows, and rows with fewer than
+  ``numbers.MIN_TRIALS`` trials ("fewer than 3 trials: no verdict"), are SKIP.
 
 Output: ``claims.md``, one table | verdict | dataset | eps | claim | numbers | with the
 rows grouped by claim (eps "all" for trend rows; the claim cell adds the row's subject,

@@ -24,7 +24,7 @@ from dpbench.report.frame import (
     share_within,
     summarise,
 )
-from dpbench.report.numbers import read_numbers, sd_se, z_value
+from dpbench.report.numbers import compare, read_numbers, sd_se
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
@@ -227,9 +227,11 @@ class ShareWithin(Claim):
 @dataclass
 class MatchesPaper(Claim):
     """|z| <= ``tol`` for every row of the paper's numbers.csv (``table`` filter) whose
-    dataset and method have results: z = (ours - paper) / sqrt(se^2 + r^2), r = unit of the
-    paper's last printed digit / sqrt(12). ``stat``: mean / mean_se (s.e. over trials), sd,
-    median, min, max. A row marked not comparable, or with another stat, is SKIP."""
+    dataset and method have results, z by ``report.numbers.compare`` (as the paper_table
+    cells): (ours - paper) / sqrt(se^2 + se_paper^2 + r^2), r = unit of the paper's last
+    printed digit / sqrt(12). ``stat``: mean / mean_se (s.e. over trials), sd, median, min,
+    max. A row marked not comparable, with another stat, or with fewer than
+    ``numbers.MIN_TRIALS`` trials (not deterministic) is SKIP."""
 
     table: str | None = None
     tol: float = 2.0
@@ -500,11 +502,17 @@ def check_matches_paper(spec: MatchesPaper, ctx: Context) -> list[Verdict]:
                                else f"stat {p['stat']} not computed", subject))
             continue
         digits, value = int(p["digits"]), float(p["value"])
-        z = z_value(ours, float(np.nan_to_num(se)), value, digits)
+        gap = compare(ours, se, int(np.isfinite(vals).sum()), p)
+        head = f"ours {ours:.{digits}f} vs paper {value:.{digits}f}, "
+        if gap.z is None:
+            out.append(Verdict(spec.id, spec.text, str(p["dataset"]), eps, SKIP,
+                               head + gap.text, subject))
+            continue
         out.append(Verdict(spec.id, spec.text, str(p["dataset"]), eps,
-                           status(abs(z) <= spec.tol),
-                           f"ours {ours:.{digits}f} vs paper {value:.{digits}f}, "
-                           f"z {z:+.1f} (|z| <= {spec.tol:g})", subject))
+                           status(abs(gap.z) <= spec.tol),
+                           head + f"z {gap.text} (|z| <= {spec.tol:g}; s.e. ours "
+                           f"{gap.se:.{digits + 1}f}, paper {gap.paper_se:.{digits + 1}f})",
+                           subject))
     return out
 
 

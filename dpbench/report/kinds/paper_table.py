@@ -41,7 +41,9 @@ value, ``{paper_at}`` the ``over`` value of the paper row's method); ``median_iq
 ``ranking`` (the ``mean_se`` columns' method labels, lowest mean first).
 Default formats: ``{ours} / {paper} ({z})`` for mean_se, sd, coverage; ``{ours}`` else.
 ``{ours}`` ends in `` [k/n trials]`` when the cells behind it hold fewer trials than the grid
-asks (``report.frame.rows_mark``).
+asks (``report.frame.rows_mark``). ``{z}`` is ``report.numbers.compare``'s, as in the
+``matches_paper`` claims: a z counting both sides' noise, or "fewer than N trials: no
+verdict"; a table with a z column gets ``report.numbers.Z_NOTE`` as a note.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ import numpy as np
 import pandas as pd
 
 from dpbench.report.frame import mean_se, rows_mark
-from dpbench.report.numbers import read_numbers, sd_se, z_value
+from dpbench.report.numbers import Z_NOTE, compare, read_numbers, sd_se
 from dpbench.report.render import fixed_cell, write_table
 from dpbench.roots import paper_dir
 
@@ -65,11 +67,10 @@ COMPARED = ("mean_se", "sd", "coverage")
 MIN_MAX_MEDIAN = ("min", "max", "median")
 
 
-def zscore(ours: float, se: float, paper: float | None, digits: int = 3) -> str:
-    """``numbers.z_value`` as printed in a cell (a dash without a paper value or an s.e.)."""
-    if paper is None or not (math.isfinite(ours) and math.isfinite(se)):
-        return "—"
-    return f"{z_value(ours, se, paper, digits):+.1f}"
+def zscore(ours: float, se: float, n: int, row: pd.Series | None) -> str:
+    """``numbers.compare`` as printed in a cell: the z, "fewer than N trials: no verdict",
+    or a dash without a paper number (or without our statistic)."""
+    return "—" if row is None else compare(ours, se, n, row).text
 
 
 def printed(paper: float | None, digits: int = 3) -> str:
@@ -98,14 +99,19 @@ class Paper:
             hit = hit[np.isclose(hit["epsilon"].astype(float), float(epsilon))]
         return hit if method is None else hit[hit["method"] == method]
 
+    def row(self, dataset: str, method: str | None, metric: str, stat: str,
+            proxies: bool = False, epsilon: float | None = None) -> pd.Series | None:
+        """The first matching row (``find``), or None."""
+        hit = self.find(dataset, method, metric, stat, proxies, epsilon)
+        return None if hit.empty else hit.iloc[0]
+
     def value(self, dataset: str, method: str | None, metric: str, stat: str,
               proxies: bool = False, epsilon: float | None = None
               ) -> tuple[float | None, int, str | None]:
         """The printed value, its digits and the row's method (None, 3, None if absent)."""
-        hit = self.find(dataset, method, metric, stat, proxies, epsilon)
-        if hit.empty:
+        row = self.row(dataset, method, metric, stat, proxies, epsilon)
+        if row is None:
             return None, 3, None
-        row = hit.iloc[0]
         return float(row["value"]), int(row["digits"]), str(row["method"])
 
 
@@ -151,10 +157,12 @@ def _cell(rows: pd.DataFrame, col: dict[str, Any], ctx: dict[str, Any], paper: P
     eps = col.get("epsilon")
     if eps is not None:
         rows = rows[np.isclose(rows["epsilon"].astype(float), float(eps))]
-    p, pdigits, pmethod = (paper.value(ctx["dataset"], method, metric, pstat, epsilon=eps)
-                           if stat not in ("min_max_median", "ranking") else (None, 3, None))
+    prow = (paper.row(ctx["dataset"], method, metric, pstat, epsilon=eps)
+            if stat not in ("min_max_median", "ranking") else None)
+    p, pdigits, pmethod = ((None, 3, None) if prow is None else
+                           (float(prow["value"]), int(prow["digits"]), str(prow["method"])))
     fields: dict[str, Any] = {"at": "", "paper_at": "", "paper": printed(p, pdigits)}
-    m, se = math.nan, math.nan
+    m, se, n = math.nan, math.nan, 0
     if stat == "ranking":
         ranked = sorted((v, k) for k, v in means.items() if math.isfinite(v))
         fields["ours"] = " < ".join(k for _, k in ranked)
@@ -179,32 +187,33 @@ def _cell(rows: pd.DataFrame, col: dict[str, Any], ctx: dict[str, Any], paper: P
         grid = rows[cols].mean(skipna=False) if cols else pd.Series(dtype=float)
         if grid.notna().any():
             best = str(grid.idxmin())
-            m, se, _ = mean_se(rows[best])
+            m, se, n = mean_se(rows[best])
             fields["at"] = best[len(col["prefix"]):]
     elif stat == "best_over":
         over = col["over"]
         groups = {v: g[metric] for v, g in rows.groupby(over, sort=True)} if len(rows) else {}
         if groups:
             best = min(groups, key=lambda v: mean_se(groups[v])[0])
-            m, se, _ = mean_se(groups[best])
+            m, se, n = mean_se(groups[best])
             fields["at"] = f"{best:g}"
         if pmethod is not None:
             at = ctx["frame"].loc[ctx["frame"]["method"] == pmethod, over]
             fields["paper_at"] = f"{at.iloc[0]:g}" if len(at) else pmethod
     elif stat == "sd":
         m, se = sd_se(rows[metric])
+        n = int(rows[metric].notna().sum())
     elif stat == "coverage":
-        m = float(rows[metric].mean())
-        se = _binom_se(m, p, len(rows))
+        m, n = float(rows[metric].mean()), len(rows)
+        se = _binom_se(m, p, n)
     elif stat == "mean_se":
-        m, se, _ = mean_se(rows[metric]) if metric in rows else (math.nan, math.nan, 0)
+        m, se, n = mean_se(rows[metric]) if metric in rows else (math.nan, math.nan, 0)
         if "method" in col:
             means[_label(rows, "method", col["method"]) if len(rows) else col["method"]] = m
     else:
         raise ValueError(f"paper_table: unknown stat {stat!r}")
     if "ours" not in fields:
         fields["ours"] = fixed_cell(m, se, digits)
-        fields["z"] = zscore(m, se, p, pdigits)
+        fields["z"] = zscore(m, se, n, prow)
     fields["ours"] += rows_mark(rows)  # its cells hold fewer trials than the grid asks
     fields.setdefault("z", "—")
     default = "{ours} / {paper} ({z})" if stat in COMPARED else "{ours}"
@@ -273,6 +282,9 @@ def _table(frame: pd.DataFrame, fig: dict[str, Any], paper: Paper,
     header = [*fig.get("row_headers", ["dataset"]), *[c["header"] for c in columns]]
     ctx = {"label": label, "trials": len(frame)}
     notes = [n.format(**ctx) for n in fig.get("notes", [])]
+    if any(c.get("stat", "mean_se") in COMPARED or c.get("stat") == "best_over"
+           for c in columns):
+        notes.append(Z_NOTE)
     return write_table(stem, fig.get("caption", fig["name"]).format(**ctx), header, body,
                        [*notes, *([str(fig["note"])] if fig.get("note") else [])])
 
