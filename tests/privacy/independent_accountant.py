@@ -194,8 +194,12 @@ def _subsampled(d: Draw) -> tuple[float, float, NeighboringRelation]:
         if d.relation != "replace_one":
             raise Unsupported(f"{d.label}: sampling without replacement is priced under "
                               "replace-one only")
-        # the libraries' REPLACE_ONE shifts one element's contribution from +C to -C: the
-        # recorded replace-one sensitivity of the batch sum is 2 C
+        # dp-accounting's REPLACE_ONE PLD shifts one element's contribution from +C to -C:
+        # the recorded replace-one sensitivity of the batch sum is 2 C. Its RDP accountant's
+        # without-replacement bound (Wang, Balle & Kasiviswanathan 2019, Thm. 27) is given
+        # the same sd / C here: that reproduces the 2.09 of the DP-SGD check and lies above
+        # the PLD's 1.88, but at q = 1 it is the RDP of a shift of C, not 2 C; sd / (2 C)
+        # (the bound's literal reading, 4.70 on the same check) is looser still
         return d.scale / (d.sensitivity / 2), d.rate, NeighboringRelation.REPLACE_ONE
     raise Unsupported(f"{d.label}: sampling={d.sampling!r} is not priced")
 
