@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from smoke_cells import smoke_cell, smoke_split, view
 
 from dpbench.data.base import CAPABILITIES, capabilities
 from dpbench.data.files import DataError
@@ -21,28 +22,8 @@ from dpbench.methods.base import NEIGHBOUR_RELATIONS
 from dpbench.methods.outputs import LinearFit, PosteriorDraws, SyntheticTable
 from dpbench.privacy.accountant import Accountant
 from dpbench.runner.execute import import_object
-from dpbench.runner.grid import _merged_params, cell_problem, choices, load_entry, task_view
+from dpbench.runner.grid import _merged_params, cell_problem, choices, load_entry
 from dpbench.tasks import TASKS
-
-# small shipped datasets, one or more per task, tried in order
-SMOKE_DATA = [("regression", "adult"), ("classification", "adult"),
-              ("inference", "binagg_sim_d5"), ("tstr", "mpdp_compas"),
-              ("synthetic_utility", "binagg_liver"),
-              ("posterior", "bayesglm_synth_logistic"), ("posterior", "bayesglm_synth_poisson"),
-              ("approximation", "exrisk_fig1_grid"), ("query_release", "qr_adult_reduced")]
-
-
-def _view(dataset: str, task: str) -> dict:
-    return task_view(dataset, load_entry("dataset", dataset), task)
-
-
-def _cell(method: str) -> tuple[str, str]:
-    me = load_entry("method", method)
-    for task, dataset in SMOKE_DATA:
-        if cell_problem(TASKS[task], dataset, _view(dataset, task), method, me,
-                        _merged_params(me, "smoke")) is None:
-            return task, dataset
-    raise AssertionError(f"method {method!r} serves none of the smoke datasets {SMOKE_DATA}")
 
 
 def _finite(out: object) -> bool:
@@ -58,10 +39,9 @@ def _finite(out: object) -> bool:
 @pytest.mark.slow
 @pytest.mark.parametrize("method", choices("method"))
 def test_method_yaml_keeps_its_contract(method: str) -> None:
-    task_name, dataset = _cell(method)
-    task, de, me = TASKS[task_name], _view(dataset, task_name), load_entry("method", method)
-    split = import_object(de["_target_"])(rng=np.random.default_rng(0),
-                                          **_merged_params(de, "smoke"))
+    task_name, dataset = smoke_cell(method)
+    task, me = TASKS[task_name], load_entry("method", method)
+    split = smoke_split(dataset, task_name)
     cls = import_object(me["_target_"])
     assert task.kind_for(cls.produces) is not None, \
         f"{method} serves {task_name} but never produces " \
@@ -93,12 +73,11 @@ def test_method_yaml_keeps_its_contract(method: str) -> None:
                                           for t in load_entry("dataset", d).get("tasks") or [None]])
 def test_dataset_yaml_declares_what_it_provides(dataset: str, task: str | None) -> None:
     assert task in TASKS, f"{dataset}: unknown or missing task {task!r}"
-    de = _view(dataset, task)
+    de = view(dataset, task)
     declared = set(de.get("provides") or ())
     assert declared <= set(CAPABILITIES), declared - set(CAPABILITIES)
     try:
-        split = import_object(de["_target_"])(rng=np.random.default_rng(0),
-                                              **_merged_params(de, "smoke"))
+        split = smoke_split(dataset, task)
     except DataError:
         pytest.skip(f"{dataset}: downloaded data, not shipped")
     assert declared <= capabilities(split.train), declared - capabilities(split.train)
@@ -114,7 +93,7 @@ def test_output_of_an_undeclared_kind_is_refused() -> None:
 
 def test_a_mismatched_cell_is_refused_with_its_reason() -> None:
     me = load_entry("method", "objpert")
-    reason = cell_problem(TASKS["regression"], "adult", _view("adult", "regression"),
+    reason = cell_problem(TASKS["regression"], "adult", view("adult", "regression"),
                           "objpert", me, _merged_params(me, "smoke"))
     assert reason == "method 'objpert' serves classification, not regression"
     me = load_entry("method", "ddssp")

@@ -16,13 +16,11 @@ import numpy as np
 import pytest
 from marginal_fixtures import discrete_data
 
-from dpbench.methods.marginals import aim as aim_mod
-from dpbench.methods.marginals import mst as mst_mod
 from dpbench.methods.marginals.aim import AIMSettings, run_aim
 from dpbench.methods.marginals.junction import CalibratedTree
 from dpbench.methods.marginals.mst import MSTSettings, run_mst
 from dpbench.methods.marginals.workloads import build_workload
-from dpbench.privacy import Accountant
+from dpbench.privacy import Accountant, draws
 
 DOMAIN = {"x1": 3, "x2": 4, "y": 5}
 DELTA = 1e-5
@@ -49,35 +47,25 @@ def _frame(data):
     return data.discrete[list(DOMAIN)]
 
 
-class Recorder:
-    """Wraps a module's `measure` / `select` to record the noise scales actually used."""
+class Scales:
+    """The noise scales a trace recorded: Gaussian sds and exponential-mechanism epsilons."""
 
-    def __init__(self, module, monkeypatch):
-        self.sigmas: list[float] = []
-        self.epsilons: list[float] = []
-        real_measure, real_select = module.measure, module.select
-
-        def measure(value, sigma, rng):
-            self.sigmas.append(sigma)
-            return real_measure(value, sigma, rng)
-
-        def select(scores, epsilon, sensitivity, rng):
-            self.epsilons.append(epsilon)
-            return real_select(scores, epsilon, sensitivity, rng)
-
-        monkeypatch.setattr(module, "measure", measure)
-        monkeypatch.setattr(module, "select", select)
+    def __init__(self, trace: list) -> None:
+        self.sigmas = [d.scale for d in trace if d.mechanism == "gaussian"]
+        self.epsilons = [d.scale for d in trace if d.mechanism == "exponential"]
+        assert {d.relation for d in trace} == {"add_remove"}
+        assert {d.sensitivity for d in trace if d.mechanism == "gaussian"} == {1.0}
 
 
 @pytest.mark.parametrize("eps,rounds,per_attr", [(0.05, None, 16), (1.0, None, 3), (4.0, 6, 16)])
-def test_aim_spends_at_most_rho_and_noise_matches_charges(data, monkeypatch, eps, rounds,
-                                                          per_attr):
-    rec = Recorder(aim_mod, monkeypatch)
+def test_aim_spends_at_most_rho_and_noise_matches_charges(data, eps, rounds, per_attr):
     acc = Accountant(eps, DELTA, "zcdp")
     settings = AIMSettings(max_iters=100, max_model_size=1.0, rounds=rounds,
                            rounds_per_attribute=per_attr)
-    model = run_aim(_frame(data), DOMAIN, build_workload("all_pairs", list(DOMAIN)), acc,
-                    np.random.default_rng(1), settings)
+    with draws.recording() as trace:
+        model = run_aim(_frame(data), DOMAIN, build_workload("all_pairs", list(DOMAIN)), acc,
+                        np.random.default_rng(1), settings)
+    rec = Scales(trace)
     # the run's own ledger: total within the (eps, delta) guarantee, checked by brute force
     assert cks_delta_bruteforce(acc.rho_spent, eps) <= DELTA * (1 + 1e-6)
     # AIM uses its whole budget (the last round takes what is left)
@@ -96,10 +84,11 @@ def test_aim_spends_at_most_rho_and_noise_matches_charges(data, monkeypatch, eps
 
 
 @pytest.mark.parametrize("eps", [0.1, 2.0])
-def test_mst_spends_at_most_rho_and_noise_matches_charges(data, monkeypatch, eps):
-    rec = Recorder(mst_mod, monkeypatch)
+def test_mst_spends_at_most_rho_and_noise_matches_charges(data, eps):
     acc = Accountant(eps, DELTA, "zcdp")
-    model = run_mst(_frame(data), DOMAIN, acc, np.random.default_rng(2), FAST_MST)
+    with draws.recording() as trace:
+        model = run_mst(_frame(data), DOMAIN, acc, np.random.default_rng(2), FAST_MST)
+    rec = Scales(trace)
     assert cks_delta_bruteforce(acc.rho_spent, eps) <= DELTA * (1 + 1e-6)
     rho, d = acc.rho_total, len(DOMAIN)
     # McKenna et al. 2021: sigma = sqrt(3 / (2 rho)); d 1-way marginals at sigma sqrt(d),
@@ -185,7 +174,7 @@ from marginal_fixtures import discrete_data
 from dpbench.methods.marginals.aim import AIMSettings, run_aim
 from dpbench.methods.marginals.mst import MSTSettings, run_mst
 from dpbench.methods.marginals.workloads import build_workload
-from dpbench.privacy import Accountant
+from dpbench.privacy import Accountant, draws
 dom = {{"x1": 3, "x2": 4, "y": 5}}
 data = discrete_data(np.random.default_rng(0), 2000, dom, "y", categorical=("x2",))
 frame = data.discrete[list(dom)]

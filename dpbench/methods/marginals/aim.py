@@ -50,6 +50,8 @@ from dpbench.methods.marginals.workloads import (
 from dpbench.privacy.accountant import Accountant
 
 ESTIMATORS = ("mrf", "mixture")
+#: AIM's neighbouring relation: one record added or removed (a marginal's L2 sensitivity 1)
+RELATION = "add_remove"
 #: the mrf estimator's marginal oracle unless a method sets ``oracle``
 DEFAULT_ORACLE = "guarded"
 log = logging.getLogger(__name__)
@@ -191,8 +193,10 @@ def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Cli
     measured: list[Clique] = []
     trace: list[dict[str, object]] = []
     for cl in oneway:                                              # Alg. 3
-        charge(1 / (2 * sigma**2), f"aim:init:{'|'.join(cl)}")
-        pooled.add(cl, measure(answers[cl], sigma, rng), sigma)
+        label = f"aim:init:{'|'.join(cl)}"
+        charge(1 / (2 * sigma**2), label)
+        pooled.add(cl, measure(answers[cl], sigma, rng, sensitivity=1.0, relation=RELATION,
+                               label=label), sigma)
         measured.append(cl)
     model = estimate(pooled.list(), s.max_iters)
 
@@ -215,11 +219,14 @@ def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Cli
         scores = candidate_scores(cands, answers, est, weights, sizes, sigma)
         sensitivity = max(weights[c] for c in cands)
         charge(eps**2 / 8, f"aim:select:{t}")
-        cl = cands[select(scores, eps, sensitivity, rng)]
+        cl = cands[select(scores, eps, sensitivity, rng, relation=RELATION,
+                          label=f"aim:select:{t}")]
         t_select += time.perf_counter() - t0
 
-        charge(1 / (2 * sigma**2), f"aim:measure:{t}:{'|'.join(cl)}")
-        pooled.add(cl, measure(answers[cl], sigma, rng), sigma)
+        label = f"aim:measure:{t}:{'|'.join(cl)}"
+        charge(1 / (2 * sigma**2), label)
+        pooled.add(cl, measure(answers[cl], sigma, rng, sensitivity=1.0, relation=RELATION,
+                               label=label), sigma)
         measured.append(cl)
         before = est[cl].ravel()
         model = estimate(pooled.list(), s.max_iters)

@@ -36,6 +36,10 @@ from dpbench.methods.marginals.noise import measure, noise_is_off, select
 from dpbench.methods.marginals.workloads import Clique
 from dpbench.privacy.accountant import Accountant
 
+#: MST's neighbouring relation: one record added or removed (a marginal's L2 sensitivity 1,
+#: a score's (an L1 distance to a fixed model) change at most 1)
+RELATION = "add_remove"
+
 
 @dataclass(frozen=True)
 class MSTSettings:
@@ -82,7 +86,8 @@ def run_mst(data: pd.DataFrame, sizes: Mapping[str, int], accountant: Accountant
     noisy1: dict[str, np.ndarray] = {}
     for a in attrs:
         charge(1 / (2 * s1**2), f"mst:1way:{a}")
-        noisy1[a] = measure(data_marginal(codes, (a,), sizes), s1, rng)
+        noisy1[a] = measure(data_marginal(codes, (a,), sizes), s1, rng, sensitivity=1.0,
+                            relation=RELATION, label=f"mst:1way:{a}")
 
     # 2. domain compression
     mapping: dict[str, np.ndarray] = {}
@@ -120,7 +125,8 @@ def run_mst(data: pd.DataFrame, sizes: Mapping[str, int], accountant: Accountant
     for step in range(d - 1):
         cands = [p for p in pairs if find(p[0]) != find(p[1])]
         charge(eps**2 / 8, f"mst:select:{step + 1}")
-        a, b = cands[select([weight[p] for p in cands], eps, 1.0, rng)]
+        a, b = cands[select([weight[p] for p in cands], eps, 1.0, rng, relation=RELATION,
+                            label=f"mst:select:{step + 1}")]
         comp[find(b)] = find(a)
         tree.append((a, b))
     t_select = time.perf_counter() - t0
@@ -129,9 +135,11 @@ def run_mst(data: pd.DataFrame, sizes: Mapping[str, int], accountant: Accountant
     s2 = sigma * math.sqrt(d - 1)
     log2 = []
     for cl in tree:
-        charge(1 / (2 * s2**2), f"mst:2way:{'|'.join(cl)}")
-        log2.append(_mbi.measurement(measure(data_marginal(mcodes, cl, msizes).ravel(), s2, rng),
-                                     cl, s2))
+        label = f"mst:2way:{'|'.join(cl)}"
+        charge(1 / (2 * s2**2), label)
+        noisy2 = measure(data_marginal(mcodes, cl, msizes).ravel(), s2, rng, sensitivity=1.0,
+                         relation=RELATION, label=label)
+        log2.append(_mbi.measurement(noisy2, cl, s2))
 
     # 5. Private-PGM
     t0 = time.perf_counter()

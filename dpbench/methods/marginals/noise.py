@@ -5,7 +5,8 @@ exponential-mechanism selection an argmax, while the mechanisms still charge
 their ledgers the same amounts. It exists for acceptance tests that check the
 post-processing is exact (e.g. DD-SSP with exact marginals equals OLS); a fit
 made under it is never written to the artifact cache and records
-``noise_disabled: true`` in its info.
+``noise_disabled: true`` in its info. Only noise actually drawn is recorded in a
+:func:`dpbench.privacy.draws.recording` trace, so a fit under ``noise_disabled`` has none.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from contextvars import ContextVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dpbench.privacy import draws
 from dpbench.privacy.mechanisms import exponential_mechanism, gaussian_mechanism
 
 _NOISE_OFF: ContextVar[bool] = ContextVar("dpbench_marginals_noise_off", default=False)
@@ -36,16 +38,31 @@ def noise_is_off() -> bool:
     return _NOISE_OFF.get()
 
 
-def measure(value: ArrayLike, sigma: float, rng: np.random.Generator) -> NDArray:
-    """Gaussian mechanism value + N(0, sigma^2 I) (exact value when noise is disabled)."""
+def measure(value: ArrayLike, sigma: float, rng: np.random.Generator, *, sensitivity: float,
+            relation: str, label: str) -> NDArray:
+    """Gaussian mechanism value + N(0, sigma^2 I) (exact value when noise is disabled).
+
+    ``sensitivity`` is the L2 sensitivity of ``value`` under ``relation`` that the caller's
+    privacy analysis uses; the draw is recorded with it (:mod:`dpbench.privacy.draws`).
+    """
+    v = np.asarray(value, dtype=float)
     if noise_is_off():
-        return np.asarray(value, dtype=float).copy()
-    return gaussian_mechanism(value, sigma, rng)
+        return v.copy()
+    draws.record("gaussian", label, scale=sigma, sensitivity=sensitivity, relation=relation,
+                 size=v.size, value=v)
+    return gaussian_mechanism(v, sigma, rng)
 
 
 def select(scores: ArrayLike, epsilon: float, sensitivity: float,
-           rng: np.random.Generator) -> int:
-    """Exponential mechanism, P(i) ~ exp(eps q_i / (2 Delta)) (argmax when noise is disabled)."""
+           rng: np.random.Generator, *, relation: str, label: str) -> int:
+    """Exponential mechanism, P(i) ~ exp(eps q_i / (2 Delta)) (argmax when noise is disabled).
+
+    ``sensitivity`` (Delta) is the largest change of any score under ``relation``; the draw
+    is recorded as such (:mod:`dpbench.privacy.draws`).
+    """
+    s = np.asarray(scores, dtype=float)
     if noise_is_off():
-        return int(np.argmax(np.asarray(scores, dtype=float)))
-    return exponential_mechanism(scores, epsilon, sensitivity, rng)
+        return int(np.argmax(s))
+    draws.record("exponential", label, scale=epsilon, sensitivity=sensitivity,
+                 relation=relation, size=s.size, norm="linf", value=s)
+    return exponential_mechanism(s, epsilon, sensitivity, rng)

@@ -62,7 +62,8 @@ from dpbench.methods.query_release.queries import (
     resolve_workload,
     workload_answers,
 )
-from dpbench.methods.query_release.template import NEIGHBOURS
+from dpbench.methods.query_release.template import NEIGHBOURS, RELATION
+from dpbench.privacy import draws
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.mechanisms import exponential_mechanism_rho
 
@@ -314,6 +315,13 @@ class DualQuery(Method):
                 ids = np.flatnonzero(w > 0)
                 pos, neg, w = ids % qs.n_queries, ids >= qs.n_queries, w[ids]
             else:
+                # s draws of the exponential mechanism with parameter eps_t on the scores
+                # [S_t, -S_t] of sensitivity t/N (replace-one): Q_t = softmax(eta [S_t, -S_t])
+                draws.record("exponential", f"dualquery:sample:{t + 1}", scale=eps_t,
+                             sensitivity=t / n, relation=RELATION, size=2 * qs.n_queries,
+                             count=s, norm="linf",
+                             value=np.concatenate([scores, -scores]) if draws.active()
+                             else None)
                 pos, neg, w = sample_queries(scores, eta, s, rng)
             start = time.perf_counter()
             if p["oracle"] == "mip":

@@ -46,6 +46,8 @@ from dpbench.privacy.mechanisms import exponential_mechanism_rho
 #: the neighbouring relation the template's sensitivities (1/N) assume
 NEIGHBOURS = "replace-one, N public (normalised counting queries: sensitivity 1/N)"
 SELECTIONS = ("b1", "alg3")
+#: :data:`NEIGHBOURS` as a :mod:`dpbench.privacy.draws` relation (each draw is recorded so)
+RELATION = "replace_one"
 
 
 def check_rounds(T: object) -> int:
@@ -125,14 +127,16 @@ class AdaptiveBudget:
         """Charge one selection, then draw a query index with P proportional to
         exp(select_epsilon * score / (2/N)) (the argmax under ``noise_disabled``)."""
         accountant.charge_rho(self.rho_select, label)
-        return select(scores, self.select_epsilon, self.sensitivity, rng)
+        return select(scores, self.select_epsilon, self.sensitivity, rng, relation=RELATION,
+                      label=label)
 
     def measure(self, answer: float, accountant: Accountant, rng: np.random.Generator,
                 label: str) -> float:
         """Charge one measurement, then release ``answer`` + N(0, sigma^2) clipped to [0, 1]
         (exact under ``noise_disabled``)."""
         accountant.charge_gaussian(self.sensitivity, self.sigma, label)
-        return float(np.clip(measure(answer, self.sigma, rng), 0.0, 1.0))
+        return float(np.clip(measure(answer, self.sigma, rng, sensitivity=self.sensitivity,
+                                     relation=RELATION, label=label), 0.0, 1.0))
 
     def info(self) -> dict[str, Any]:
         """The split as stored with a trial."""

@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from dpbench.privacy import draws
+from dpbench.privacy.mechanisms import gaussian_mechanism, symmetric_gaussian_matrix
+
 
 def sufficient_statistics(X: NDArray, y: NDArray) -> tuple[NDArray, NDArray]:
     """(X^T X, X^T y) of the training data."""
@@ -18,3 +21,25 @@ def solve_ridge(xtx: NDArray, xty: NDArray, lam: float = 0.0) -> NDArray:
         return np.linalg.solve(A, xty)
     except np.linalg.LinAlgError:
         return np.linalg.lstsq(A, xty, rcond=None)[0]
+
+
+def noisy_gram(xtx: NDArray, sigma: float, sensitivity: float, rng: np.random.Generator,
+               label: str = "XtX") -> NDArray:
+    """X^T X + symmetric N(0, sigma^2) noise (one draw per upper-triangle entry, mirrored).
+
+    Recorded as a Gaussian on the d (d + 1) / 2 upper-triangle entries: one record's x x^T
+    moves them by at most ||x x^T||_F = ||x||^2 in L2, the ``sensitivity`` (add/remove).
+    """
+    d = xtx.shape[0]
+    draws.record("gaussian", label, scale=sigma, sensitivity=sensitivity,
+                 relation="add_remove", size=d * (d + 1) // 2,
+                 value=xtx[np.triu_indices(d)] if draws.active() else None)
+    return xtx + symmetric_gaussian_matrix(d, sigma, rng)
+
+
+def noisy_moment(xty: NDArray, sigma: float, sensitivity: float, rng: np.random.Generator,
+                 label: str = "Xty") -> NDArray:
+    """X^T y + N(0, sigma^2 I); one record moves X^T y by ||x|| |y| <= ``sensitivity``."""
+    draws.record("gaussian", label, scale=sigma, sensitivity=sensitivity,
+                 relation="add_remove", size=xty.size, value=xty)
+    return gaussian_mechanism(xty, sigma, rng)

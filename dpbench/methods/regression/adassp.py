@@ -9,9 +9,14 @@ import numpy as np
 
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
-from dpbench.methods.regression._ssp import solve_ridge, sufficient_statistics
+from dpbench.methods.regression._ssp import (
+    noisy_gram,
+    noisy_moment,
+    solve_ridge,
+    sufficient_statistics,
+)
+from dpbench.privacy import draws
 from dpbench.privacy.accountant import Accountant
-from dpbench.privacy.mechanisms import gaussian_mechanism, symmetric_gaussian_matrix
 
 
 class AdaSSP(LinearModel):
@@ -43,17 +48,20 @@ class AdaSSP(LinearModel):
         s_eig = math.sqrt(log6) * bx2 / eps3
         accountant.charge_gaussian(bx2, s_eig, "lambda_min")
         lam_min = float(np.linalg.eigvalsh(xtx)[0]) if d else 0.0
+        # one record moves lambda_min(X^T X) by at most ||x||^2 (Weyl)
+        draws.record("gaussian", "lambda_min", scale=s_eig, sensitivity=bx2,
+                     relation="add_remove", value=lam_min)
         lam_min_hat = max(lam_min + s_eig * rng.standard_normal() - log6 / eps3 * bx2, 0.0)
         rho = self.params["failure_prob"]
         lam = max(0.0, math.sqrt(d * log6 * math.log(2 * d**2 / rho)) * bx2 / eps3 - lam_min_hat)
 
         s_xtx = math.sqrt(log6) * bx2 / eps3
         accountant.charge_gaussian(bx2, s_xtx, "XtX")
-        xtx_hat = xtx + symmetric_gaussian_matrix(d, s_xtx, rng)
+        xtx_hat = noisy_gram(xtx, s_xtx, bx2, rng)
 
         s_xty = math.sqrt(log6) * bxy / eps3
         accountant.charge_gaussian(bxy, s_xty, "Xty")
-        xty_hat = gaussian_mechanism(xty, s_xty, rng)
+        xty_hat = noisy_moment(xty, s_xty, bxy, rng)
 
         self.lambda_ = lam
         self.coef_ = solve_ridge(xtx_hat, xty_hat, lam)

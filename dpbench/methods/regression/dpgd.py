@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
+from dpbench.privacy import draws
 from dpbench.privacy.accountant import Accountant
 
 
@@ -36,7 +37,7 @@ def dpgd_paths(X: NDArray, y: NDArray, lrs: NDArray, clips: NDArray, epochs: int
     sd = clips * math.sqrt(epochs) / mu                       # (m,)
     xnorm = np.linalg.norm(X, axis=1)[:, None]               # (n, 1)
     live = np.ones(m, dtype=bool)
-    for _ in range(epochs):
+    for t in range(epochs):
         noise = rng.standard_normal((d, m)) * sd[None, :]     # drawn for every chain
         # a diverged chain (|theta| > 1e100) is dead: its fit is nan, and it is left out
         # of the arithmetic (its overflow would otherwise slow every step down)
@@ -45,10 +46,26 @@ def dpgd_paths(X: NDArray, y: NDArray, lrs: NDArray, clips: NDArray, epochs: int
         resid = X @ th - y[:, None]                           # (n, m_live)
         gnorm = np.abs(resid) * xnorm
         scale = np.minimum(1.0, clips[None, live] / np.maximum(gnorm, 1e-12))
-        grad = X.T @ (resid * scale) + noise[:, live]
+        clipped = X.T @ (resid * scale)                       # (d, m_live)
+        _record_step(t, lrs, clips, sd, live, clipped, d)
+        grad = clipped + noise[:, live]
         theta[:, live] = th - lrs[None, live] * grad / n
     theta[:, ~live] = np.nan
     return theta.T
+
+
+def _record_step(t: int, lrs: NDArray, clips: NDArray, sd: NDArray, live: NDArray,
+                 clipped: NDArray, d: int) -> None:
+    """Record step ``t``'s Gaussian draw of every chain (drawn for dead ones too, which the
+    record counts: a draw was made): the clipped gradient sum, L2 sensitivity ``clip``
+    under add/remove, noise sd ``sd``; ``value`` is the exact sum of a live chain."""
+    if not draws.active():
+        return
+    column = np.cumsum(live) - 1
+    for j in range(lrs.size):
+        draws.record("gaussian", f"GD step {t} (lr {lrs[j]:g}, clip {clips[j]:g})",
+                     scale=float(sd[j]), sensitivity=float(clips[j]), relation="add_remove",
+                     size=d, value=clipped[:, column[j]] if live[j] else None)
 
 
 def _charge(accountant: Accountant, clip: float, epochs: int, mu: float, note: str) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
 from dpbench.methods.regression._ssp import solve_ridge
+from dpbench.privacy import draws
 from dpbench.privacy.accountant import Accountant
 
 
@@ -49,6 +50,11 @@ class JLT(LinearModel):
         w2, lap = jlt_threshold(bound, eps, delta, r)
         gram = A.T @ A
         smin2 = float(np.linalg.eigvalsh(gram)[0])
+        # the threshold test's Laplace draw: one row (norm <= B) added or removed moves
+        # sigma_min(A)^2 by at most B^2. The projection R A' below is not additive noise;
+        # its (eps, delta) is Sheffet's theorem for the whole algorithm (no draw kind fits)
+        draws.record("laplace", "JL threshold test", scale=lap, sensitivity=bound**2,
+                     relation="add_remove", norm="l1", value=smin2)
         self.altered_ = not smin2 > w2 + rng.laplace(0.0, lap) + 4 * bound**2 * math.log(
             1 / delta) / eps
         if self.altered_:

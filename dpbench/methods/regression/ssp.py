@@ -9,10 +9,14 @@ import numpy as np
 
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
-from dpbench.methods.regression._ssp import solve_ridge, sufficient_statistics
+from dpbench.methods.regression._ssp import (
+    noisy_gram,
+    noisy_moment,
+    solve_ridge,
+    sufficient_statistics,
+)
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.gaussian import sigma_classic
-from dpbench.privacy.mechanisms import gaussian_mechanism, symmetric_gaussian_matrix
 
 
 class SSP(LinearModel):
@@ -49,7 +53,7 @@ class SSP(LinearModel):
             s2 = sigma_classic(e, dl, d2) / math.sqrt(2)
         accountant.charge_gaussian(d1, s1, "XtX")
         accountant.charge_gaussian(d2, s2, "Xty")
-        xtx_hat = xtx + symmetric_gaussian_matrix(xtx.shape[0], s1, rng)
-        xty_hat = gaussian_mechanism(xty, s2, rng)
+        xtx_hat = noisy_gram(xtx, s1, d1, rng)
+        xty_hat = noisy_moment(xty, s2, d2, rng)
         self.coef_ = solve_ridge(xtx_hat, xty_hat)
         return self
