@@ -16,6 +16,7 @@ from dpbench.methods.bayes.baseline import BaselineSpec, nonprivate_posterior
 from dpbench.methods.bayes.mle import mle
 from dpbench.methods.bayes.moments import build_program
 from dpbench.methods.bayes.release import (
+    NEIGHBOURS,
     NoisyStatistics,
     bound_records,
     counts,
@@ -48,7 +49,7 @@ class NoiseAwareGLM(LinearModel):
     """
 
     accounting = "gdp"
-    neighbours = "replace_one"
+    neighbours = NEIGHBOURS
     serves = frozenset({"posterior"})
     produces = (PosteriorDraws, LinearFit)
 

@@ -25,11 +25,14 @@ from numpy.typing import NDArray
 
 from dpbench.methods.bayes import stats
 from dpbench.methods.bayes.sensitivity import sensitivity
+from dpbench.privacy import draws
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.gaussian import sigma_analytic
 from dpbench.privacy.mechanisms import gaussian_mechanism
 
 OUTSIDE = ("drop", "clip")
+#: the lemmas' neighbouring relation: one record replaced, N public
+NEIGHBOURS = "replace_one"
 
 
 @dataclass(frozen=True)
@@ -93,5 +96,7 @@ def release(glm: str, X: NDArray, y: NDArray, accountant: Accountant, rng: np.ra
     accountant.charge_gaussian(delta_f, sigma, f"bayesglm {glm} degree-2 statistics")
     s = stats.per_record(glm, Xb, yb).sum(axis=0) if len(yb) else np.zeros(
         len(stats.components(glm, d)))
+    draws.record("gaussian", f"bayesglm {glm} degree-2 statistics", scale=sigma,
+                 sensitivity=delta_f, relation=NEIGHBOURS, size=s.size, norm="l2", value=s)
     z = gaussian_mechanism(s, sigma, rng)
     return NoisyStatistics(glm, z, float(sigma), int(n), int(d), float(delta_f), n_out)

@@ -12,6 +12,12 @@ Feature-sum noise ("noise_scaling"):
     sqrt(d) * mu_s-GDP (papers/binagg/README.md).
   - ``sqrt_d``: coordinate i gets N(0, d Delta_ki^2 / mu_s^2), which is mu_s-GDP:
     ||diag(sd)^{-1} x||_2 <= mu_s for every x in the bin.
+
+Privacy trace (``dpbench.privacy.draws``): the counts and label sums as Gaussians of their
+own sd; the feature sums, whose sd differs per bin and coordinate, as the standardised
+statistic s_ki / sd_ki with unit noise, whose L2 sensitivity is what the guarantee rests
+on: max_k ||Delta_k / sd_k||_2 = sqrt(d) mu_s (``paper``) or mu_s (``sqrt_d``). Labels
+name the bins (partition and kept bins), so two runs are compared only on the same bins.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+
+from dpbench.methods.binagg.privtree import NEIGHBOURS, digest
+from dpbench.privacy import draws
 
 NOISE_SCALINGS: tuple[str, ...] = ("paper", "sqrt_d")
 
@@ -59,12 +68,31 @@ def feature_noise_sd(sens: NDArray, mu_s: float, noise_scaling: str) -> NDArray:
 
 
 def prepare(X: NDArray, y: NDArray, leaf_of: NDArray, sens_all: NDArray, mu_c: float,
-            rng: np.random.Generator, *, min_count: float = 2) -> BinSums:
-    """Alg. 1 after binning: noisy counts, discard small bins, exact sums of the rest."""
+            rng: np.random.Generator, *, min_count: float = 2, bins: str = "") -> BinSums:
+    """Alg. 1 after binning: noisy counts, discard small bins, exact sums of the rest.
+
+    ``bins`` names the partition in the trace's label (e.g. a digest of its boxes)."""
     counts, sx, sy = bin_sums(X, y, leaf_of, sens_all.shape[0])
+    draws.record("gaussian", f"bin counts ({bins})", scale=1.0 / mu_c, sensitivity=1.0,
+                 relation=NEIGHBOURS, size=counts.size, value=counts)
     noisy = release_counts(counts, mu_c, rng.standard_normal(counts.shape[0]))
     kept = np.flatnonzero(noisy >= min_count)
     return BinSums(sx[kept], sy[kept], noisy[kept], sens_all[kept], kept)
+
+
+def record_sums(sums: BinSums, mu_s: float, mu_t: float, y_bound: float, *,
+                noise_scaling: str, bins: str, how: str = "") -> None:
+    """Trace the sums' release (feature sums standardised, see the module docstring)."""
+    sd = feature_noise_sd(sums.sens, mu_s, noise_scaling)
+    standard = np.divide(sums.sum_x, sd, out=np.zeros_like(sums.sum_x), where=sd > 0)
+    d = sums.sens.shape[1]
+    bound = mu_s * (1.0 if noise_scaling == "sqrt_d" else np.sqrt(d))
+    kept = f"{bins}, kept {digest(sums.kept)}{how}"
+    draws.record("gaussian", f"feature sums / sd ({kept})", scale=1.0, sensitivity=bound,
+                 relation=NEIGHBOURS, size=standard.size, value=standard)
+    draws.record("gaussian", f"label sums ({kept})", scale=y_bound / mu_t,
+                 sensitivity=y_bound, relation=NEIGHBOURS, size=sums.sum_y.size,
+                 value=sums.sum_y)
 
 
 def release_sums(sums: BinSums, mu_s: float, mu_t: float, y_bound: float,

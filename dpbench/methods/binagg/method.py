@@ -26,9 +26,10 @@ from dpbench.methods.binagg.aggregate import (
     BinSums,
     feature_noise_sd,
     prepare,
+    record_sums,
     release_sums,
 )
-from dpbench.methods.binagg.privtree import WIDTH_RULES, privtree
+from dpbench.methods.binagg.privtree import NEIGHBOURS, WIDTH_RULES, privtree
 from dpbench.methods.binagg.synthetic import SyntheticData, aggregate, draw_synthetic
 from dpbench.methods.outputs import LinearFit, SyntheticTable
 from dpbench.privacy.accountant import Accountant
@@ -63,6 +64,7 @@ class BinAgg(LinearModel):
     """
 
     accounting = "gdp"
+    neighbours = NEIGHBOURS
     requires = frozenset({"x_range"})
 
     def __init__(self, ratios: tuple[float, ...] = (1, 3, 3, 3), theta: float = 0.0,
@@ -95,7 +97,9 @@ class BinAgg(LinearModel):
         part, leaf_of = privtree(X, lo, hi, eps_bin, rng, theta=p["theta"],
                                  fanout=p["fanout"], width=p["width"], max_depth=p["max_depth"])
         accountant.charge_gaussian(1.0, 1.0 / mu_c, "bin counts")
-        sums = prepare(X, y, leaf_of, part.sensitivity(), mu_c, rng, min_count=p["min_count"])
+        self.bins_key_ = part.key
+        sums = prepare(X, y, leaf_of, part.sensitivity(), mu_c, rng, min_count=p["min_count"],
+                       bins=self.bins_key_)
         paper = p["noise_scaling"] == "paper"
         mu_s_actual = self.mu_s_ * (math.sqrt(data.d) if paper else 1.0)
         # the paper's accounting claims mu_s; the ledger also records the true sqrt(d) mu_s
@@ -132,11 +136,17 @@ class BinAgg(LinearModel):
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
         sums = self._prepare(data, accountant, rng)
         K, d = sums.sum_x.shape
+        self._record_sums(sums)
         S, t = release_sums(sums, self.mu_s_, self.mu_t_, self.y_bound_,
                             rng.standard_normal((K, d)), rng.standard_normal(K),
                             noise_scaling=self.params["noise_scaling"])
         self._estimate(S, t, sums.noisy_count, self._noise_var(sums))
         return self
+
+    def _record_sums(self, sums: BinSums, how: str = "") -> None:
+        """Trace the feature / label sums' Gaussian release (``how``: its form)."""
+        record_sums(sums, self.mu_s_, self.mu_t_, self.y_bound_,
+                    noise_scaling=self.params["noise_scaling"], bins=self.bins_key_, how=how)
 
     def info(self) -> dict[str, Any]:
         return {"n_bins": self.n_bins_, "n_leaves": self.n_leaves_,
@@ -161,6 +171,9 @@ class BinAggSynth(BinAgg):
 
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
         sums = self._prepare(data, accountant, rng)
+        # Alg. 3's records are drawn around the exact sums: each bin's synthetic sum is
+        # Alg. 2's release (Corollary 3.1), so that is the draw the trace records
+        self._record_sums(sums, how="; as synthetic records")
         syn = draw_synthetic(sums, self.mu_s_, self.mu_t_, self.y_bound_, rng,
                              noise_scaling=self.params["noise_scaling"])
         S, t, c = aggregate(syn, sums.sum_x.shape[0])

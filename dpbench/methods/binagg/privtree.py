@@ -10,10 +10,17 @@ Only the boxes are released; the counts stay private (the paper's Alg. 1 re-coun
 with Gaussian noise). Two stopping rules that depend on the domain only are allowed
 because they are post-processing of the unbounded tree (prune below a depth):
 ``max_depth`` and boxes too narrow to halve in floating point.
+
+Privacy trace (``dpbench.privacy.draws``): the whole tree is one ``pure`` epsilon-DP step
+(Zhang et al.'s analysis covers all its Laplace draws together; per-node composition would
+not), recorded with the biased counts b(v) of the nodes that drew noise (BFS order) as its
+``value``: one record moves each by at most 1 (linf). The label names the split decisions,
+so two runs are compared node by node only when they visited the same nodes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -21,6 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from dpbench.privacy import draws
+
+#: Zhang et al.'s Corollary 1 (and BinAgg's Thm 4.1) are for one record added or removed
+NEIGHBOURS = "add_remove"
 WIDTH_RULES: tuple[str, ...] = ("absolute", "relative")
 
 
@@ -35,6 +46,11 @@ class Partition:
     @property
     def n_bins(self) -> int:
         return int(self.lower.shape[0])
+
+    @property
+    def key(self) -> str:
+        """A short fingerprint of the boxes (names the bins in a trace label)."""
+        return digest(self.lower, self.upper)
 
     def sensitivity(self) -> NDArray:
         """Per-bin, per-coordinate bound max(|L_ki|, |U_ki|) on a record's features (Alg. 1)."""
@@ -51,10 +67,14 @@ def privtree_params(epsilon: float, fanout: int = 2) -> tuple[float, float]:
     return lam, lam * math.log(fanout)
 
 
+def biased_count(count: int, depth: int, *, theta: float, delta: float) -> float:
+    """b(v) = max(c(v) - depth(v) delta, theta - delta): the value PrivTree perturbs."""
+    return max(count - depth * delta, theta - delta)
+
+
 def split_decision(count: int, depth: int, noise: float, *, theta: float, delta: float) -> bool:
     """PrivTree's test for one node given its Laplace draw (lines 6-10 of Alg. 4)."""
-    biased = max(count - depth * delta, theta - delta)
-    return biased + noise > theta
+    return biased_count(count, depth, theta=theta, delta=delta) + noise > theta
 
 
 def privtree(X: NDArray, lower: NDArray, upper: NDArray, epsilon: float,
@@ -77,6 +97,8 @@ def privtree(X: NDArray, lower: NDArray, upper: NDArray, epsilon: float,
     scale = np.where(scale > 0, scale, 1.0)
     leaf_of = np.empty(X.shape[0], dtype=np.int64)
     lows, highs, depths = [], [], []
+    biased: list[float] = []       # b(v) of the nodes that drew noise (for the trace)
+    decisions: list[bool] = []
     queue = deque([(lo0, hi0, 0, np.arange(X.shape[0]))])
     while queue:
         lo, hi, depth, rows = queue.popleft()
@@ -84,8 +106,12 @@ def privtree(X: NDArray, lower: NDArray, upper: NDArray, epsilon: float,
         cuts = lo[dim] + (hi[dim] - lo[dim]) * np.arange(1, fanout) / fanout
         can_split = (max_depth is None or depth < max_depth) and bool(
             np.all(np.diff(np.concatenate([[lo[dim]], cuts, [hi[dim]]])) > 0))
-        if can_split and split_decision(rows.size, depth, rng.laplace(0.0, lam),
-                                        theta=theta, delta=delta):
+        split = can_split and split_decision(rows.size, depth, rng.laplace(0.0, lam),
+                                             theta=theta, delta=delta)
+        if can_split:
+            biased.append(biased_count(rows.size, depth, theta=theta, delta=delta))
+            decisions.append(split)
+        if split:
             which = np.searchsorted(cuts, X[rows, dim], side="right")
             edges = np.concatenate([[lo[dim]], cuts, [hi[dim]]])
             for j in range(fanout):
@@ -98,7 +124,20 @@ def privtree(X: NDArray, lower: NDArray, upper: NDArray, epsilon: float,
             highs.append(hi)
             depths.append(depth)
     part = Partition(np.array(lows), np.array(highs), np.array(depths, dtype=np.int64))
+    draws.record("pure", f"privtree (split decisions {digest(np.array(decisions))})",
+                 scale=epsilon, sensitivity=1.0, relation=NEIGHBOURS, size=len(biased),
+                 norm="linf", value=biased)
     return part, leaf_of
+
+
+def digest(*arrays: NDArray) -> str:
+    """A short fingerprint of public arrays (names a release's query in a trace label)."""
+    h = hashlib.blake2b(digest_size=4)
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(str((a.dtype.str, a.shape)).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def _check_inputs(X: NDArray, lo: NDArray, hi: NDArray, width: str,
