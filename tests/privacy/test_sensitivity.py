@@ -63,8 +63,8 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 import pytest
-from contracts.test_method_contracts import _cell, _view
 from numpy.typing import NDArray
+from smoke_cells import smoke_cell, view
 
 from dpbench.data.base import TabularData
 from dpbench.privacy import draws
@@ -231,8 +231,8 @@ class _Method:
     @classmethod
     def load(cls, name: str) -> _Method:
         me = load_entry("method", name)
-        task, dataset = _cell(name)
-        de = _view(dataset, task)
+        task, dataset = smoke_cell(name)
+        de = view(dataset, task)
         split = import_object(de["_target_"])(rng=np.random.default_rng(SEED_DATA),
                                               **_merged_params(de, "smoke"))
         train = split.train
