@@ -19,7 +19,8 @@ SMOKE_DATA = [("regression", "adult"), ("classification", "adult"),
               ("inference", "binagg_sim_d5"), ("tstr", "mpdp_compas"),
               ("synthetic_utility", "binagg_liver"),
               ("posterior", "bayesglm_synth_logistic"), ("posterior", "bayesglm_synth_poisson"),
-              ("approximation", "exrisk_fig1_grid"), ("query_release", "qr_adult_reduced")]
+              ("approximation", "exrisk_fig1_grid"), ("query_release", "qr_adult_reduced"),
+              ("classification", "mpdp_compas_public")]
 
 
 def view(dataset: str, task: str) -> dict:

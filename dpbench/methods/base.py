@@ -15,6 +15,8 @@ in one line; tests/contracts runs every method yaml on a dataset it serves):
   replaced, n public: e.g. the Bayesian GLM release, PATE, the query-release template).
   Guarantees under the two relations are not interchangeable (replace-one eps-DP is at
   most 2 eps add/remove-DP), so every trial records it and the report shows it;
+- ``noiseless_info``: ``info`` keys that are statistics of the private rows without noise
+  (paper diagnostics), marked wherever shown; no other key may be one;
 - ``serves``: the task names it can be scored by (``dpbench.tasks.TASKS``);
 - ``requires``: data capabilities it needs, a subset of ``dpbench.data.CAPABILITIES``
   (e.g. ``discrete`` for marginal-based methods, ``x_range`` for box-based ones);
@@ -59,6 +61,9 @@ class Method(ABC):
     serves: ClassVar[frozenset[str]] = frozenset()
     #: data capabilities it needs (dpbench.data.CAPABILITIES)
     requires: ClassVar[frozenset[str]] = frozenset()
+    #: ``info`` keys computed WITHOUT noise from the private rows (diagnostics a paper
+    #: shows): every record lists them (``privacy.noiseless_info``) and reports say so in red
+    noiseless_info: ClassVar[frozenset[str]] = frozenset()
     #: output kinds ``output`` returns (dpbench.methods.outputs)
     produces: ClassVar[tuple[type, ...]] = ()
 

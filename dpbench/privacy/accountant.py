@@ -63,6 +63,8 @@ class Accountant:
     charges: list[Charge] = field(default_factory=list)
     #: training rows released without protection (``declare_unprotected``): (rows, of n)
     unprotected: tuple[int, int] | None = None
+    #: runs among which the released one was chosen without privacy (``declare_unpaid_selection``)
+    unpaid_runs: int | None = None
 
     def __post_init__(self) -> None:
         validate_budget(self.epsilon, self.delta, allow_zero_delta=self.currency == "pure")
@@ -191,6 +193,15 @@ class Accountant:
                 "calibrate with an (epsilon, delta) share and use charge_eps_delta"
             )
 
+    def declare_unpaid_selection(self, runs: int) -> None:
+        """Record that the release is the best of ``runs`` runs on the private data, chosen
+        without privacy (a paper's "ignoring the tuning cost" protocol): the charges cover
+        the released run, not the procedure, whose cost has no finite bound. ``summary``
+        reports ``unpaid_selection_runs``; reports say it in red."""
+        if not (isinstance(runs, int) and runs >= 2):
+            raise ValueError(f"runs={runs!r} must be an integer >= 2 (a selection)")
+        self.unpaid_runs = runs
+
     @property
     def understated(self) -> bool:
         """True if some charge's true cost exceeds what its (paper's) analysis claims."""
@@ -232,6 +243,8 @@ class Accountant:
         if self.unprotected is not None:
             rows, n = self.unprotected
             out.update(unprotected_rows=float(rows), delta_any_row=delta + rows / n)
+        if self.unpaid_runs is not None:
+            out.update(unpaid_selection_runs=float(self.unpaid_runs))
         return out
 
     # -- internals ------------------------------------------------------------------

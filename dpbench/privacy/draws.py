@@ -27,7 +27,10 @@ Mechanisms (``mechanism``) and what ``scale`` / ``sensitivity`` mean for each:
   ``sensitivity`` is the L2 change of the batch sum (a row's clipped contribution under
   add/remove, twice it under replace-one);
 - ``pure``: an epsilon-DP step the method analyses itself (``scale`` = epsilon), for a
-  mechanism with no noise of the kinds above (e.g. a sparse-vector test's threshold).
+  mechanism with no noise of the kinds above (e.g. a sparse-vector test's threshold);
+- ``approx_dp``: an (epsilon, delta)-DP step priced by its paper's theorem (``scale`` =
+  epsilon, ``delta``), for noise that is not an additive release (objective perturbation):
+  the audit composes it as stated and cannot re-derive it.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from typing import Any
 import numpy as np
 
 MECHANISMS = ("gaussian", "laplace", "exponential", "report_noisy_max",
-              "subsampled_gaussian", "pure")
+              "subsampled_gaussian", "pure", "approx_dp")
 SAMPLINGS = ("poisson", "without", "with")
 
 
@@ -62,6 +65,8 @@ class Draw:
     rate: float | None = None
     #: the exact released statistic (audit only; never stored)
     value: Any = field(default=None, compare=False, repr=False)
+    #: delta of an ``approx_dp`` step
+    delta: float = 0.0
 
 
 _TRACE: ContextVar[list[Draw] | None] = ContextVar("dpbench_draw_trace", default=None)
@@ -86,7 +91,7 @@ def active() -> bool:
 def record(mechanism: str, label: str, *, scale: float, sensitivity: float, relation: str,
            size: int = 1, count: int = 1, norm: str = "l2", monotonic: bool = False,
            sampling: str | None = None, rate: float | None = None,
-           value: Any = None) -> None:
+           value: Any = None, delta: float = 0.0) -> None:
     """Note one draw in the active trace (no-op outside :func:`recording`)."""
     trace = _TRACE.get()
     if trace is None:
@@ -100,4 +105,4 @@ def record(mechanism: str, label: str, *, scale: float, sensitivity: float, rela
     kept = None if value is None else np.array(value, dtype=float, copy=True)
     trace.append(Draw(mechanism, label, float(scale), float(sensitivity), relation,
                       int(size), int(count), norm, bool(monotonic), sampling,
-                      None if rate is None else float(rate), kept))
+                      None if rate is None else float(rate), kept, float(delta)))

@@ -114,6 +114,36 @@ def unprotected_notes(frame: pd.DataFrame) -> list[str]:
     return out
 
 
+def unpaid_selection_notes(frame: pd.DataFrame) -> list[str]:
+    """One sentence per method whose release is the best of several private runs chosen
+    without privacy: its recorded spend covers one run, not the procedure."""
+    if frame.empty or "privacy.unpaid_selection_runs" not in frame:
+        return []
+    flagged = frame[frame["privacy.unpaid_selection_runs"].fillna(0).astype(float) > 0]
+    return [f"PRIVACY: {label} releases the best of up to "
+            f"{part['privacy.unpaid_selection_runs'].max():.0f} runs on the private data, "
+            "chosen without privacy (its paper ignores the tuning cost): the recorded spend "
+            "covers one run, the procedure is not differentially private"
+            for label, part in flagged.groupby("method_label", sort=True)]
+
+
+def noiseless_notes(frame: pd.DataFrame) -> list[str]:
+    """One sentence per method that stores statistics of its private rows without noise
+    (``Method.noiseless_info``): shown as diagnostics, never as a release."""
+    if frame.empty or "privacy.noiseless_info" not in frame:
+        return []
+    flagged = frame[frame["privacy.noiseless_info"].fillna("").astype(str) != ""]
+    out = []
+    for label, part in flagged.groupby("method_label", sort=True):
+        keys = sorted({k for v in part["privacy.noiseless_info"] for k in str(v).split(",")})
+        out.append(f"PRIVACY: {label}'s {', '.join(f'info.{k}' for k in keys)} are computed "
+                   "without noise from the private training rows (its paper's diagnostic, "
+                   "not a private release)")
+    return out
+
+
 def alerts(frame: pd.DataFrame) -> list[str]:
-    """Every privacy alert of the frame's trials (under-stated spends, unprotected rows)."""
-    return [*understated_notes(frame), *unprotected_notes(frame)]
+    """Every privacy alert of the frame's trials (under-stated spends, unprotected rows,
+    unpaid selections, noiseless diagnostics)."""
+    return [*understated_notes(frame), *unprotected_notes(frame),
+            *unpaid_selection_notes(frame), *noiseless_notes(frame)]

@@ -133,6 +133,8 @@ def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
             info=model.info(),
             privacy={**ledger.summary(), "private": cls.private,
                      "neighbours": model.neighbours,  # an instance may refine its class's
+                     **({"noiseless_info": ",".join(sorted(cls.noiseless_info))}
+                        if cls.noiseless_info else {}),
                      "charges": [c.__dict__ for c in ledger.charges]},
             n_train=split.train.n, n_test=split.test.n, d=split.train.d,
             timing={"data_s": t_data - t0, "fit_s": t_fit - t_data, "eval_s": t_eval - t_fit},

@@ -194,13 +194,15 @@ def _subsampled(d: Draw) -> tuple[float, float, NeighboringRelation]:
         if d.relation != "replace_one":
             raise Unsupported(f"{d.label}: sampling without replacement is priced under "
                               "replace-one only")
-        # dp-accounting's REPLACE_ONE PLD shifts one element's contribution from +C to -C:
-        # the recorded replace-one sensitivity of the batch sum is 2 C. Its RDP accountant's
-        # without-replacement bound (Wang, Balle & Kasiviswanathan 2019, Thm. 27) is given
-        # the same sd / C here: that reproduces the 2.09 of the DP-SGD check and lies above
-        # the PLD's 1.88, but at q = 1 it is the RDP of a shift of C, not 2 C; sd / (2 C)
-        # (the bound's literal reading, 4.70 on the same check) is looser still
-        return d.scale / (d.sensitivity / 2), d.rate, NeighboringRelation.REPLACE_ONE
+        # A fixed-size batch that takes the changed row displaces another one: with every
+        # other row's clipped gradient at -C e, D's row at +C e and D''s at -C e, D' always
+        # gives N(-B C e) and D gives it shifted by 2C with probability q. So the pair
+        # ((1 - q) N(0) + q N(2C), N(0)) is attained, and it dominates every replace-one
+        # pair of this sampler (Zhu, Dong & Wang 2022): priced as the Poisson add/remove pair
+        # at the recorded sensitivity 2C. (dp-accounting's REPLACE_ONE Poisson pair, the
+        # symmetric +C / -C shift, is the Poisson sampler's and under-prices this one: 1.88
+        # against 2.12 on the COMPAS check.)
+        return d.scale / d.sensitivity, d.rate, NeighboringRelation.ADD_OR_REMOVE_ONE
     raise Unsupported(f"{d.label}: sampling={d.sampling!r} is not priced")
 
 
@@ -243,11 +245,11 @@ def rdp_epsilon(trace: Sequence[Draw], delta: float) -> float:
     """epsilon at delta by dp-accounting's RDP accountant (its order grid and CKS-type
     conversion): Gaussian, Laplace, exponential (as eps^2/8-zCDP events), pure draws (as
     eps^2/2-zCDP) and subsampled Gaussians."""
-    relations = {_subsampled(d)[2] for d in trace if d.mechanism == "subsampled_gaussian"}
-    if len(relations) > 1:
+    samplers = {d.sampling for d in trace if d.mechanism == "subsampled_gaussian"}
+    if len(samplers) > 1:
         raise Unsupported("a trace mixing Poisson and without-replacement sampling")
     acc = rdp_lib.RdpAccountant(
-        neighboring_relation=relations.pop() if relations
+        neighboring_relation=NeighboringRelation.REPLACE_ONE if samplers == {"without"}
         else NeighboringRelation.ADD_OR_REMOVE_ONE)
     for d in trace:
         if d.mechanism == "gaussian":
@@ -262,10 +264,12 @@ def rdp_epsilon(trace: Sequence[Draw], delta: float) -> float:
         elif d.mechanism == "pure":
             event = dp_event.ZCDpEvent(d.scale**2 / 2)
         elif d.mechanism == "subsampled_gaussian":
-            z, q, rel = _subsampled(d)
-            gauss = dp_event.GaussianDpEvent(z)
-            if rel is NeighboringRelation.REPLACE_ONE:
-                # dp-accounting takes q = sample_size / source_dataset_size; only q matters
+            z, q, _ = _subsampled(d)
+            gauss = dp_event.GaussianDpEvent(z)   # sd / (2 C) for fixed-size batches
+            if d.sampling == "without":
+                # Wang, Balle & Kasiviswanathan 2019's general bound for the base Gaussian's
+                # replace-one RDP (shift 2C): sound, looser than the PLD price (4.70 vs 2.12
+                # on the COMPAS check). q = sample_size / source_dataset_size; only q matters
                 size = 10**9
                 event = dp_event.SampledWithoutReplacementDpEvent(size, round(q * size), gauss)
             else:
@@ -310,14 +314,20 @@ def gdp_mu(trace: Sequence[Draw]) -> float:
 
 
 def approx_epsilon(trace: Sequence[Draw], delta: float) -> tuple[float, float]:
-    """(epsilon, delta) by basic composition: pure draws add epsilon; the Gaussian-type
-    draws together are priced by PLD at the whole ``delta`` (0 if there are none)."""
+    """(epsilon, delta) by basic composition: pure draws add epsilon, ``approx_dp`` steps
+    add their (epsilon, delta) as their theorem states; the Gaussian-type draws together are
+    priced by PLD at the delta left (0 if there are none)."""
     pure = math.fsum(d.count * pure_epsilon(d) for d in trace
                      if d.mechanism in ("exponential", "pure"))
-    noisy = [d for d in trace if d.mechanism not in ("exponential", "pure")]
+    stated = [d for d in trace if d.mechanism == "approx_dp"]
+    pure += math.fsum(d.count * d.scale for d in stated)
+    used = math.fsum(d.count * d.delta for d in stated)
+    noisy = [d for d in trace if d.mechanism not in ("exponential", "pure", "approx_dp")]
     if not any(d.mechanism in ("gaussian", "subsampled_gaussian") for d in noisy):
-        return pure + math.fsum(d.count * pure_epsilon(d) for d in noisy), 0.0
-    return pure + pld_epsilon(noisy, delta), delta
+        return pure + math.fsum(d.count * pure_epsilon(d) for d in noisy), used
+    if used >= delta:
+        return math.inf, used
+    return pure + pld_epsilon(noisy, delta - used), delta
 
 
 def recompute(trace: Sequence[Draw], currency: str, delta: float) -> float:
@@ -340,9 +350,12 @@ TARGET_REL_TOL = 1e-6
 #: (zCDP: sum of rho + CKS'20; GDP: composed mu + the exact GDP conversion; pure epsilon sums)
 EXACT_REL_TOL = 1e-6
 #: how far BELOW the ledger a recomputation may land where the ledger is a looser valid
-#: bound than ours (an approx ledger's RDP accounting of Gaussian noise vs our PLD: DP-SGD
-#: on COMPAS, eps 1.000 by RDP vs 0.937 by PLD); never more than EXACT_REL_TOL above it
-BOUND_REL_TOL = 0.25
+#: bound than ours: an (eps, delta) ledger composes Gaussian noise by a theorem (RDP, basic
+#: or advanced composition, a paper's formula that over-noises) that our PLD may beat by any
+#: factor (DP-SGD on COMPAS: RDP 1.000 vs PLD 0.937; Alg. 6's paper formula 1 vs 0.6;
+#: 108 tuning runs by advanced composition); paying more than the noise costs is safe, so
+#: only a price above such a ledger is a fault (never more than EXACT_REL_TOL above it)
+BOUND_REL_TOL = 1.0
 
 
 def ledger_tolerance(currency: str, trace: Sequence[Draw]) -> float:

@@ -122,6 +122,8 @@ class DPGDGrid(LinearModel):
         lr, clip, epochs = cfgs[best]
         _charge(accountant, clip, epochs, mu,
                 f" (config picked non-privately from {len(cfgs)}, paper's protocol)")
+        if len(cfgs) > 1:   # every run saw the private data; the pick paid nothing
+            accountant.declare_unpaid_selection(len(cfgs))
         self.grid_coefs_, self.best_ = coefs, best
         self.coef_ = coefs[best]
         return self
