@@ -12,6 +12,7 @@ can mark it, and the report names every such cell in each caption (``render``).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -43,7 +44,8 @@ def results_frame(specs: Sequence[TrialSpec], store: ResultStore,
             continue
         row = {"experiment": experiment, "key": s.key, "dataset": s.dataset,
                "dataset_label": s.meta.get("dataset_label", s.dataset), "method": s.method,
-               "method_label": s.meta.get("method_label", s.method), "epsilon": s.epsilon,
+               "method_label": s.meta.get("method_label", s.method),
+               "method_family": _family_label(s), "epsilon": s.epsilon,
                "budget_unit": s.budget_unit, "delta": rec["privacy"]["target_delta"],
                "trial": s.trial, "n_train": rec.get("n_train"), "fit_s": rec["timing"]["fit_s"],
                "wall_s": rec.get("wall_s"), "peak_rss_mb": rec.get("peak_rss_mb"),
@@ -57,6 +59,25 @@ def results_frame(specs: Sequence[TrialSpec], store: ResultStore,
         row.update({f"privacy.{k}": v for k, v in rec["privacy"].items() if k != "charges"})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _family_label(spec: TrialSpec) -> str:
+    """The method yaml's own label, without a sweep point's suffix (``PATE (n_teachers=100)``
+    -> ``PATE``): what a fact shared by every point of a sweep is said of."""
+    return _yaml_label(spec.method.split("[", 1)[0]) or \
+        str(spec.meta.get("method_label", spec.method))
+
+
+@functools.lru_cache(maxsize=512)
+def _yaml_label(name: str) -> str | None:
+    """A method yaml's label (its name if it has none); None if no such yaml (renamed or
+    gone since the trial ran)."""
+    from dpbench.runner.grid import load_entry
+
+    try:
+        return str(load_entry("method", name).get("label", name))
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,12 @@ def understated_notes(frame: pd.DataFrame) -> list[str]:
 
 
 
+def _family(frame: pd.DataFrame) -> pd.Series:
+    """Each row's method without its sweep point (one alert for all of PATE's teacher
+    counts), or its label where the frame has no family column."""
+    return frame["method_family"] if "method_family" in frame else frame["method_label"]
+
+
 def unprotected_notes(frame: pd.DataFrame) -> list[str]:
     """One sentence per method with trials that publish private rows without noise: how
     many rows, and the (eps, delta) a row of the split really gets (the worst trial)."""
@@ -103,7 +109,7 @@ def unprotected_notes(frame: pd.DataFrame) -> list[str]:
         return []
     flagged = frame[frame["privacy.unprotected_rows"].fillna(0).astype(float) > 0]
     out = []
-    for label, part in flagged.groupby("method_label", sort=True):
+    for label, part in flagged.groupby(_family(flagged), sort=True):
         worst = part.loc[part["privacy.delta_any_row"].astype(float).idxmax()]
         out.append(f"PRIVACY: {label} publishes {worst['privacy.unprotected_rows']:.0f} "
                    f"private training rows without noise (its paper's choice): for a row of "
@@ -124,7 +130,7 @@ def unpaid_selection_notes(frame: pd.DataFrame) -> list[str]:
             f"{part['privacy.unpaid_selection_runs'].max():.0f} runs on the private data, "
             "chosen without privacy (its paper ignores the tuning cost): the recorded spend "
             "covers one run, the procedure is not differentially private"
-            for label, part in flagged.groupby("method_label", sort=True)]
+            for label, part in flagged.groupby(_family(flagged), sort=True)]
 
 
 def noiseless_notes(frame: pd.DataFrame) -> list[str]:
@@ -134,7 +140,7 @@ def noiseless_notes(frame: pd.DataFrame) -> list[str]:
         return []
     flagged = frame[frame["privacy.noiseless_info"].fillna("").astype(str) != ""]
     out = []
-    for label, part in flagged.groupby("method_label", sort=True):
+    for label, part in flagged.groupby(_family(flagged), sort=True):
         keys = sorted({k for v in part["privacy.noiseless_info"] for k in str(v).split(",")})
         out.append(f"PRIVACY: {label}'s {', '.join(f'info.{k}' for k in keys)} are computed "
                    "without noise from the private training rows (its paper's diagnostic, "

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -82,18 +83,19 @@ PRIVATE = [m for m in choices("method") if _private(m)]
 AUDITED = [m for m in PRIVATE if m not in PENDING]
 
 
-def fit_recorded(method: str) -> tuple[list[Draw], Accountant, type]:
+def fit_recorded(method: str) -> tuple[list[Draw], Accountant, Any]:
     """Fit ``method``'s smoke profile on its smoke cell under a fresh ledger, recording
-    every draw; returns (trace, ledger, method class)."""
+    every draw; returns (trace, ledger, fitted method: its ``neighbours`` may refine its
+    class's, as DP-SGD's sampler does)."""
     me = load_entry("method", method)
     cls = import_object(me["_target_"])
     task, dataset = smoke_cell(method)
     split = smoke_split(dataset, task)
     ledger = Accountant(EPSILON, DELTA, currency=cls.accounting)
+    model = cls(**_merged_params(me, "smoke"))
     with draws.recording() as trace:
-        cls(**_merged_params(me, "smoke")).fit(split.train, ledger,
-                                               np.random.default_rng(FIT_SEED))
-    return trace, ledger, cls
+        model.fit(split.train, ledger, np.random.default_rng(FIT_SEED))
+    return trace, ledger, model
 
 
 def check_second_opinions(trace: list[Draw], currency: str, delta: float) -> None:
@@ -102,7 +104,11 @@ def check_second_opinions(trace: list[Draw], currency: str, delta: float) -> Non
     kinds = {d.mechanism for d in trace}
     if currency == "zcdp" and "subsampled_gaussian" not in kinds:
         rdp = rdp_epsilon(trace, delta)
-        assert eps * (1 - 1e-9) <= rdp <= eps * (1 + RDP_GRID_REL_TOL), (eps, rdp)
+        assert rdp <= eps * (1 + RDP_GRID_REL_TOL), (eps, rdp)
+        if not kinds & {"laplace", "report_noisy_max"}:
+            # Gaussian / exponential zCDP is exact, so RDP cannot beat it; Laplace's
+            # eps^2/2 zCDP is a bound that its exact RDP may beat (PATE: 0.779 vs 0.795)
+            assert eps * (1 - 1e-9) <= rdp, (eps, rdp)
     if kinds == {"gaussian"}:
         pld = pld_epsilon(trace, delta)
         lo, _, hi = prv_epsilon(trace, delta)
@@ -120,9 +126,13 @@ def test_method_yaml_costs_what_its_ledger_says(method: str) -> None:
         pytest.skip("non-private: charges nothing (tests/contracts checks it)")
     if method in PENDING:
         pytest.skip(f"PENDING: {PENDING[method]}")
-    trace, ledger, cls = fit_recorded(method)
+    trace, ledger, model = fit_recorded(method)
     summary = ledger.summary()
-    problems = audit(trace, summary, cls.neighbours, bool(ledger.charges))
+    problems = audit(trace, summary, model.neighbours, bool(ledger.charges))
+    if summary.get("understated"):
+        # a paper's under-stated accounting run as printed: the record's spend is the true
+        # cost (over the target, declared and shown in red); it must still match the draws
+        problems = [p for p in problems if "exceeds the target" not in p]
     if summary.get("unpaid_selection_runs"):
         # the paper's "tuning cost ignored" line, declared in every record and in red on
         # every report: its draws (every run) must indeed cost more than the charge (one run)
@@ -134,12 +144,12 @@ def test_method_yaml_costs_what_its_ledger_says(method: str) -> None:
             f"{method} is listed in FINDINGS but its draws now match its ledger: {problems}"
         pytest.skip(f"FINDING ({'; '.join(problems)}): {FINDINGS[method]}")
     if method in PARTIAL:
-        eps = recompute(trace, cls.accounting, DELTA)
+        eps = recompute(trace, model.accounting, DELTA)
         assert trace and eps < summary["spent_epsilon"], (method, eps, summary)
-        assert all(d.relation == cls.neighbours for d in trace), trace
+        assert all(d.relation == model.neighbours for d in trace), trace
         return
     assert not problems, f"{method}: {problems}"
-    check_second_opinions(trace, cls.accounting, DELTA)
+    check_second_opinions(trace, model.accounting, DELTA)
 
 
 def test_every_private_method_yaml_is_audited() -> None:
@@ -160,27 +170,27 @@ def ssp_trial() -> tuple[list[Draw], Accountant, type]:
 
 
 def test_audit_passes_the_honest_ssp_trial(ssp_trial: tuple) -> None:
-    trace, ledger, cls = ssp_trial
+    trace, ledger, model = ssp_trial
     assert [d.label for d in trace] == ["XtX", "Xty"]
-    assert audit(trace, ledger.summary(), cls.neighbours, True) == []
+    assert audit(trace, ledger.summary(), model.neighbours, True) == []
 
 
 def test_audit_fails_on_a_draw_with_half_the_recorded_sd(ssp_trial: tuple) -> None:
     """A method whose noise is half what its ledger was charged for: over budget, and off
     the ledger."""
-    trace, ledger, cls = ssp_trial
+    trace, ledger, model = ssp_trial
     halved = [dataclasses.replace(trace[0], scale=trace[0].scale / 2), *trace[1:]]
-    problems = audit(halved, ledger.summary(), cls.neighbours, True)
+    problems = audit(halved, ledger.summary(), model.neighbours, True)
     assert any("exceeds the target" in p for p in problems), problems
     assert any("differs from the ledger" in p for p in problems), problems
 
 
 def test_audit_fails_on_a_halved_ledger_charge(ssp_trial: tuple) -> None:
-    trace, ledger, cls = ssp_trial
+    trace, ledger, model = ssp_trial
     cheap = Accountant(EPSILON, DELTA, currency="gdp")
     for c in ledger.charges:
         cheap.charge_mu(c.mu / 2, c.label)
-    problems = audit(trace, cheap.summary(), cls.neighbours, True)
+    problems = audit(trace, cheap.summary(), model.neighbours, True)
     assert problems == [f"recomputed eps {recompute(trace, 'gdp', DELTA):.6g} differs from "
                         f"the ledger's {cheap.summary()['spent_epsilon']:.6g} "
                         "(allowed: 1e-06 above, 1e-06 below)"]
