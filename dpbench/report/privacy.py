@@ -30,7 +30,7 @@ def neighbours_note(frame: pd.DataFrame) -> str | None:
         return None
     rel = private.get("privacy.neighbours", pd.Series("not recorded", index=private.index))
     by: dict[str, list[str]] = {}
-    for label, r in zip(private["method_label"], rel.fillna("not recorded"), strict=True):
+    for label, r in zip(_family(private), rel.fillna("not recorded"), strict=True):
         names = by.setdefault(RELATION_TEXT.get(str(r), str(r)), [])
         if label not in names:
             names.append(str(label))
@@ -111,10 +111,11 @@ def unprotected_notes(frame: pd.DataFrame) -> list[str]:
     out = []
     for label, part in flagged.groupby(_family(flagged), sort=True):
         worst = part.loc[part["privacy.delta_any_row"].astype(float).idxmax()]
-        out.append(f"PRIVACY: {label} publishes {worst['privacy.unprotected_rows']:.0f} "
-                   f"private training rows without noise (its paper's choice): for a row of "
-                   f"the training split the guarantee is only eps "
-                   f"{worst['privacy.target_epsilon']:.3g} with delta "
+        rows = sorted({int(r) for r in part["privacy.unprotected_rows"].astype(float)})
+        count = f"{rows[0]}" if len(rows) == 1 else f"{rows[0]}-{rows[-1]}"
+        out.append(f"PRIVACY: {label} publishes {count} private training rows without noise "
+                   f"(its paper's choice): for a row of the training split the guarantee is "
+                   f"only eps {worst['privacy.target_epsilon']:.3g} with delta up to "
                    f"{worst['privacy.delta_any_row']:.2g}, not "
                    f"{worst['privacy.target_delta']:.2g}")
     return out

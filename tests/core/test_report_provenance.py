@@ -189,9 +189,9 @@ def test_unprotected_rows_are_an_alert_with_the_delta_a_row_really_gets() -> Non
         "privacy.target_epsilon": [1.0, 1.0, 1.0],
         "privacy.target_delta": [3e-8, 1.7e-5, 1e-9]})
     notes = unprotected_notes(frame)
-    assert notes == ["PRIVACY: PATE publishes 20 private training rows without noise (its "
-                     "paper's choice): for a row of the training split the guarantee is only "
-                     "eps 1 with delta 0.083, not 1.7e-05"]
+    assert notes == ["PRIVACY: PATE publishes 20-100 private training rows without noise "
+                     "(its paper's choice): for a row of the training split the guarantee is "
+                     "only eps 1 with delta up to 0.083, not 1.7e-05"]
     assert alerts(frame) == notes and unprotected_notes(frame.iloc[2:]) == []
 
 
