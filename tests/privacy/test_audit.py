@@ -261,3 +261,28 @@ def test_closed_forms_against_known_values() -> None:
     assert float(gdp_delta(1.0, eps)) == pytest.approx(1e-5, rel=1e-9)
     rho = 0.1
     assert rho < cks_epsilon(rho, 1e-5) < rho + 2 * math.sqrt(rho * math.log(1e5))
+
+
+@pytest.mark.slow
+def test_audit_fails_the_old_dpsgd_iyengar_rdp_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real method at its pre-issue-36 setting: RDP calibration for Poisson sampling on
+    fixed-size batches, charged at the Poisson RDP epsilon. Today the method refuses that
+    pair when built and its ledger prices the sampler used (the charge would overspend);
+    with both lifted back to the old code, the fit records eps ~1 and the audit fails it."""
+    from dpbench.methods.classification import dpsgd, dpsgd_iyengar
+
+    monkeypatch.setitem(dpsgd_iyengar.CALIBRATION_SAMPLER, "rdp", None)
+    monkeypatch.setattr(dpsgd_iyengar, "sampler_epsilon",   # the old code: Poisson for all
+                        lambda z, b, n, steps, delta, _sampling:
+                        dpsgd.rdp_epsilon(z, b / n, steps, delta))
+    me = load_entry("method", "dpsgd_iyengar_rdp")
+    task, dataset = smoke_cell("dpsgd_iyengar_rdp")
+    split = smoke_split(dataset, task)
+    model = dpsgd_iyengar.DPSGDIyengar(**{**_merged_params(me, "smoke"), "sampling": "without"})
+    ledger = Accountant(EPSILON, DELTA, currency=model.accounting)
+    with draws.recording() as trace:
+        model.fit(split.train, ledger, np.random.default_rng(FIT_SEED))
+    assert ledger.summary()["spent_epsilon"] == pytest.approx(EPSILON, rel=1e-3)
+    problems = audit(trace, ledger.summary(), model.neighbours, True)
+    assert any("exceeds the target" in p for p in problems), problems
+    assert any("differs from the ledger" in p for p in problems), problems
