@@ -106,15 +106,15 @@ def test_excess_risk_inputs_are_refused_before_any_trial(seeded: Path, overrides
 
 
 def test_a_trials_override_capped_by_the_profile_is_said() -> None:
-    """exrisk_table2's default profile keeps 2 trials: ``trials=8`` alone still runs 2, and
+    """exrisk_table2's default profile keeps 4 trials: ``trials=8`` alone still runs 4, and
     the command says so (and how to raise it); with ``profile.trials=8`` it runs 8."""
     from dpbench.cli import capped_note, compose_config, grid
 
     base = ["experiment=exrisk_table2", "datasets=[mpdp_heart]", "epsilons=[1.0]"]
     capped = compose_config([*base, "trials=8"])
-    assert len(grid(capped)) == 2
+    assert len(grid(capped)) == 4
     assert capped_note(capped, [*base, "trials=8"]) == (
-        "note: profile default caps trials at 2 (trials=8 given); add profile.trials=8 to "
+        "note: profile default caps trials at 4 (trials=8 given); add profile.trials=8 to "
         "run 8")
     raised = [*base, "trials=8", "profile.trials=8"]
     assert len(grid(compose_config(raised))) == 8
