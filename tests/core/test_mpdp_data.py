@@ -77,7 +77,7 @@ def test_paper_protocol_is_every_row_with_resplits() -> None:
     pd.testing.assert_frame_equal(split.train.discrete, frame)      # all columns, file order
     assert list(split.train.domain) == list(domain)
     assert load("compas", profile="smoke").resplits == 1
-    assert load("compas", profile="default").resplits == 2
+    assert load("compas", profile="default").resplits == 10   # since issue 36
 
 
 def test_holdout_is_a_disjoint_80_20_partition() -> None:
