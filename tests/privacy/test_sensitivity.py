@@ -1,7 +1,7 @@
 """Each recorded release's sensitivity, checked on data (issue 36).
 
 Every private method yaml runs on a small dataset D (``N_ROWS`` random rows of its smoke
-cell, ``tests/contracts``; ``ROWS`` for the few that need more) and on neighbours D' of D
+cell, ``tests/smoke_cells.py``; ``ROWS`` for the few that need more) and on neighbours D' of D
 under the relation its class declares (``neighbours``): one row removed or one row of the
 domain added (``add_remove``), or one row replaced by a row of the domain
 (``replace_one``). Both fits run under ``draws.recording()`` with the same seed, so they
