@@ -29,11 +29,15 @@ def view(dataset: str, task: str) -> dict:
 
 
 def smoke_cell(method: str) -> tuple[str, str]:
-    """(task, dataset): the first of :data:`SMOKE_DATA` that ``plan`` accepts for ``method``."""
+    """(task, dataset): the first of :data:`SMOKE_DATA` that ``plan`` accepts for ``method``,
+    among the tasks its own output serves if any (a generator's other tasks otherwise)."""
     me = load_entry("method", method)
-    for task, dataset in SMOKE_DATA:
+    params = _merged_params(me, "smoke")
+    own = import_object(me["_target_"]).tasks_served(params)
+    # the tasks its own output serves first, then those it serves through its records
+    for task, dataset in sorted(SMOKE_DATA, key=lambda c: c[0] not in own):
         if cell_problem(TASKS[task], dataset, view(dataset, task), method, me,
-                        _merged_params(me, "smoke")) is None:
+                        params) is None:
             return task, dataset
     raise AssertionError(f"method {method!r} serves none of the smoke datasets {SMOKE_DATA}")
 

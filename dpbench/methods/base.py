@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, ClassVar, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,6 +41,9 @@ from numpy.typing import NDArray
 from dpbench.data.base import TabularData
 from dpbench.methods.outputs import Intervals, LinearFit, SyntheticTable
 from dpbench.privacy.accountant import Accountant, Currency
+
+if TYPE_CHECKING:
+    from dpbench.tasks.base import Task
 
 T = TypeVar("T")
 
@@ -89,9 +92,35 @@ class Method(ABC):
 
     @classmethod
     def tasks_served(cls, params: Mapping[str, Any]) -> frozenset[str]:
-        """The tasks served under these hyperparameters (default: ``serves``)."""
+        """The tasks its own output serves under these hyperparameters (default:
+        ``serves``); a generator also serves every task that scores records
+        (:meth:`tasks_scored`)."""
         del params
         return cls.serves
+
+    @classmethod
+    def tasks_scored(cls, params: Mapping[str, Any]) -> frozenset[str]:
+        """Every task it can be scored by: :meth:`tasks_served`, plus, for a method that
+        produces a :class:`SyntheticTable`, every task that scores one (regression and
+        classification train the task's own model on the synthetic rows; query release and
+        TSTR read the records). No list of "synthetic tasks" is kept by hand: this follows
+        from the tasks' declared kinds."""
+        served = cls.tasks_served(params)
+        if SyntheticTable not in cls.produces:
+            return served
+        from dpbench.tasks import TASKS  # late: tasks import method modules
+
+        return served | {t.name for t in TASKS.values() if SyntheticTable in t.kinds}
+
+    @classmethod
+    def scored_kinds(cls, task: Task, params: Mapping[str, Any]) -> tuple[type, ...]:
+        """The output kinds ``task`` scores this method on, in order of preference: the
+        task's own kinds where the method serves it (:meth:`tasks_served`), its synthetic
+        records where it serves the task only through them (e.g. a linear-regression
+        generator scored on classification trains the task's classifier on its rows)."""
+        if task.name in cls.tasks_served(params):
+            return task.kinds
+        return (SyntheticTable,)
 
     @classmethod
     def data_required(cls, params: Mapping[str, Any]) -> frozenset[str]:
@@ -103,7 +132,7 @@ class Method(ABC):
     def supports(cls, task: str, provides: frozenset[str],
                  params: Mapping[str, Any]) -> str | None:
         """None if the method can run ``task`` on data with ``provides``; else why not."""
-        served = cls.tasks_served(params)
+        served = cls.tasks_scored(params)
         if task not in served:
             return f"serves {', '.join(sorted(served)) or 'no task'}, not {task}"
         missing = sorted(cls.data_required(params) - provides)

@@ -8,11 +8,14 @@ import math
 import os
 import platform
 import resource
+import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 import tracemalloc
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -21,8 +24,14 @@ from typing import Any
 from threadpoolctl import threadpool_limits
 
 from dpbench import compile_cache
-from dpbench.privacy.accountant import Accountant, validate_budget
+from dpbench.privacy.accountant import (
+    BUDGET_REL_TOL,
+    Accountant,
+    BudgetExceeded,
+    validate_budget,
+)
 from dpbench.privacy.conversions import cdp_eps, gdp_eps
+from dpbench.privacy.relations import group_guarantee, group_size, native_target
 from dpbench.runner.artifacts import artifact_context
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import FAILED, OK, ResultStore
@@ -62,6 +71,61 @@ def target_epsilon(value: float, delta: float, unit: str) -> float:
     if unit == "rho":
         return cdp_eps(value, delta)
     raise ValueError(f"budget_unit={unit!r} unknown; valid: epsilon, mu, rho")
+
+
+class TrialTimeout(Exception):
+    """A trial ran past its time limit (``time_limit_s``): stored as a failed record."""
+
+
+@contextmanager
+def time_limit(seconds: float | None):
+    """Raise :class:`TrialTimeout` in this thread after ``seconds`` (None: no limit).
+
+    SIGALRM interrupts Python code between bytecodes, so a long native call (one BLAS
+    product, one XLA program) ends first; the limit is for cells that run for minutes.
+    Only the main thread may set it (the local and SLURM workers run trials there);
+    elsewhere the limit is not applied."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise TrialTimeout(f"exceeded the time limit of {seconds:g} s (time_limit_s)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, float(seconds))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def relation_group(native: str, relation: str | None) -> int:
+    """The group size k that turns the method's native guarantee into one under the cell's
+    ``relation`` (1 when none is set); a ValueError if none does (the grid refuses such
+    cells before any trial, so this is a last guard)."""
+    if relation is None:
+        return 1
+    k = group_size(native, relation)
+    if k is None:
+        raise ValueError(f"a {native} guarantee implies none under {relation} neighbours")
+    return k
+
+
+def relation_record(ledger: Accountant, relation: str | None, group: int, epsilon: float,
+                    delta: float) -> dict[str, Any]:
+    """The record's statement of a cell stated for another relation than the method's:
+    the relation, the group size, the cell's (epsilon, delta) and the guarantee derived
+    from what the ledger spent (privacy/relations.py)."""
+    if relation is None:
+        return {}
+    eps_k, delta_k = group_guarantee(ledger.summary(), group)
+    if eps_k > epsilon * (1 + BUDGET_REL_TOL) or delta_k > delta * (1 + BUDGET_REL_TOL):
+        raise BudgetExceeded(f"under {relation} neighbours the method spent ({eps_k:.6g}, "
+                             f"{delta_k:.3g}) of a cell's ({epsilon:.6g}, {delta:.3g})")
+    return {"relation": relation, "group_k": float(group), "cell_epsilon": epsilon,
+            "cell_delta": delta, "relation_epsilon": eps_k, "relation_delta": delta_k}
 
 
 def library_versions() -> dict[str, str]:
@@ -110,7 +174,8 @@ def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
     if trace_memory:
         tracemalloc.start()
     try:
-        with threadpool_limits(limits=1):  # bit-identical results whatever the worker count
+        # one BLAS thread: bit-identical results whatever the worker count
+        with threadpool_limits(limits=1), time_limit(spec.meta.get("time_limit_s")):
             loader = import_object(spec.dataset_target)
             split = loader(rng=spec.data_rng(), **spec.dataset_params)
             t_data = time.perf_counter()
@@ -119,13 +184,17 @@ def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
             validate_budget(epsilon, delta)
             cls = import_object(spec.method_target)
             model = cls(**spec.method_params)
-            ledger = Accountant(epsilon, delta, currency=cls.accounting)
+            model.check_data(split.train)     # an arena's cell out of the method's reach
+            group = relation_group(model.neighbours, spec.relation)
+            ledger = Accountant(*native_target(epsilon, delta, cls.accounting, group),
+                                currency=cls.accounting)
             model.fit(split.train, ledger, spec.method_rng())
             t_fit = time.perf_counter()
             if cls.private and not ledger.charges:
                 raise RuntimeError(f"private method {spec.method!r} charged nothing to its ledger")
             task = TASKS[spec.task]
-            metrics = task.score(model.output(task.needs), split, spec.task_params)
+            kinds = cls.scored_kinds(task, spec.method_params)
+            metrics = task.score(model.output(kinds), split, spec.task_params)
             t_eval = time.perf_counter()
         record.update(
             status=OK,
@@ -133,6 +202,7 @@ def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
             info=model.info(),
             privacy={**ledger.summary(), "private": cls.private,
                      "neighbours": model.neighbours,  # an instance may refine its class's
+                     **relation_record(ledger, spec.relation, group, epsilon, delta),
                      **({"noiseless_info": ",".join(sorted(cls.noiseless_info))}
                         if cls.noiseless_info else {}),
                      "charges": [c.__dict__ for c in ledger.charges]},

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from dpbench.privacy.relations import RELATIONS, group_size
 from dpbench.roots import conf_dirs
 from dpbench.runner.spec import TrialSpec
 from dpbench.tasks.base import Task
@@ -347,6 +348,22 @@ def axis_points(items: Sequence[Any], axis: str, entry_of: Any,
 
 def expand(cfg: DictConfig) -> list[TrialSpec]:
     """All trials of the composed experiment, in a fixed order (dataset, method, eps, trial)."""
+    return expand_cells(cfg)[0]
+
+
+def refused_cells(cfg: DictConfig) -> list[RefusedCell]:
+    """The cells of an arena experiment that cannot run (dataset id, method id, reason):
+    not among :func:`expand`'s specs, listed on the board instead."""
+    return expand_cells(cfg)[1]
+
+
+def expand_cells(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
+    """The trials of the composed experiment (:func:`expand`) and the cells refused.
+
+    A cell the task, data or method contract rules out, or whose method's guarantee implies
+    none under the experiment's ``relation``, is a one-line ConfigError, except in an
+    arena (``experiment.arena``), where it is a :class:`RefusedCell` (failures are data).
+    """
     from dpbench.tasks import TASKS
 
     exp = cfg.experiment
@@ -386,31 +403,85 @@ def expand(cfg: DictConfig) -> list[TrialSpec]:
                           max_sweep_points(cfg))
     by_dataset = dataset_method_params(exp, listed, kept, methods)
     methods_of = {d.name: with_dataset_params(methods, by_dataset[d.name]) for d in datasets}
+    relation = _get(exp, "relation")
+    if relation is not None and relation not in RELATIONS:
+        raise ConfigError(f"experiment.relation={relation!r} unknown; valid: "
+                          f"{', '.join(RELATIONS)}")
+    arena = bool(_get(exp, "arena"))
+    limit = _get(cfg, "time_limit_s")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float)
+                              or not limit > 0):
+        raise ConfigError(f"time_limit_s={limit!r} is invalid: seconds > 0, or null")
+    cells, refused = [], []
     for d in datasets:
         for m in methods_of[d.name]:
             problem = cell_problem(TASKS[task], d.name, d.entry, m.name, m.entry,
                                    m.params(profile), d.params(profile))
-            if problem:
+            cell_relation = None
+            if problem is None and relation is not None:
+                problem, cell_relation = relation_problem(m.entry, m.params(profile), relation)
+            if problem and not arena:
                 raise ConfigError(f"cannot run {m.id} on {d.id} for task {task}: {problem}")
+            if problem:
+                refused.append(RefusedCell(d.id, m.id, problem))
+            else:
+                cells.append((d, m, cell_relation))
 
     specs = []
-    for d in datasets:
-        dparams = d.params(profile)
-        for m in methods_of[d.name]:
-            mparams = m.params(profile)
-            for eps in epsilons:
-                for t in range(trials):
-                    specs.append(TrialSpec(
-                        dataset=d.id, dataset_target=d.entry["_target_"],
-                        dataset_params=dparams, method=m.id,
-                        method_target=m.entry["_target_"], method_params=mparams,
-                        task=task, epsilon=float(eps), delta=cfg.delta,
-                        budget_unit=unit, trial=t, task_params=task_params[d.name],
-                        key_as={**d.pin, **m.pin},
-                        meta={"dataset_label": d.label, "method_label": m.label,
-                              "dataset_sweep": d.point, "method_sweep": m.point},
-                    ))
-    return specs
+    for d, m, cell_relation in cells:
+        dparams, mparams = d.params(profile), m.params(profile)
+        for eps in epsilons:
+            for t in range(trials):
+                specs.append(TrialSpec(
+                    dataset=d.id, dataset_target=d.entry["_target_"],
+                    dataset_params=dparams, method=m.id,
+                    method_target=m.entry["_target_"], method_params=mparams,
+                    task=task, epsilon=float(eps), delta=cfg.delta,
+                    budget_unit=unit, trial=t, task_params=task_params[d.name],
+                    key_as={**d.pin, **m.pin}, relation=cell_relation,
+                    meta={"dataset_label": d.label, "method_label": m.label,
+                          "dataset_sweep": d.point, "method_sweep": m.point,
+                          **({"relation": relation} if relation else {}),
+                          **({"time_limit_s": float(limit)} if limit else {})},
+                ))
+    if arena and not specs:
+        raise ConfigError(f"no cell of arena {exp.name!r} can run: "
+                          f"{refused[0].method} on {refused[0].dataset}: {refused[0].reason}")
+    return specs, refused
+
+
+@dataclass(frozen=True)
+class RefusedCell:
+    """An arena cell that cannot run, and why (shown on the board, never a crash)."""
+
+    dataset: str
+    method: str
+    reason: str
+
+
+def native_relation(entry: Mapping[str, Any], params: Mapping[str, Any]) -> str:
+    """The neighbouring relation a configured method's guarantee is stated for (an
+    instance may refine its class's, e.g. by the sampler it is given)."""
+    from dpbench.runner.execute import import_object
+
+    cls = import_object(entry["_target_"])
+    try:
+        return str(cls(**params).neighbours)
+    except Exception:       # a bad parameter is reported by the preflight, in one line
+        return str(cls.neighbours)
+
+
+def relation_problem(entry: Mapping[str, Any], params: Mapping[str, Any],
+                     relation: str) -> tuple[str | None, str | None]:
+    """(why the method cannot be stated under ``relation``, or None; the spec's
+    ``relation``: None when it is the method's own, so the trial is the one a paper's
+    experiment runs)."""
+    native = native_relation(entry, params)
+    k = group_size(native, relation)
+    if k is None:
+        return (f"its guarantee is for {native} neighbours (n public), which implies none "
+                f"under {relation}"), None
+    return None, (relation if k > 1 else None)
 
 
 def entry_name(item: Any) -> str:

@@ -34,7 +34,8 @@ class TrialSpec:
     ``key_as`` pins the identity: ``{"dataset": ..., "dataset_target": ..., "method": ...,
     "method_target": ...}`` values hashed in place of the yaml names and import paths
     (from a yaml's ``key_as: {name, target}``), so renaming a yaml or moving a module keeps
-    every stored key and seed. ``task_params`` enter the key only when non-empty.
+    every stored key and seed. ``task_params`` and ``relation`` enter the key only when
+    set (so a cell an arena shares with a paper's experiment is the same trial).
     ``delta`` is a number or a rule in n (training rows), e.g. ``"n**-1.1"``.
     ``epsilon`` is in ``budget_unit``: epsilon itself, or a mu-GDP mu / zCDP rho
     that the runner converts to the equivalent epsilon at ``delta``.
@@ -54,16 +55,22 @@ class TrialSpec:
     task_params: dict[str, Any] = field(default_factory=dict)
     key_as: dict[str, str] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: the neighbouring relation the cell's (epsilon, delta) is stated for, when it is not
+    #: the method's own (privacy/relations.py: the method then runs at the budget whose
+    #: group-privacy guarantee is the cell's); None = the method's own relation
+    relation: str | None = None
 
     def identity(self) -> dict[str, Any]:
         """Everything that determines the result (the hashed content)."""
         # a shallow field map (asdict's deep copy dominated a figures run's time); callers
         # only read it, and the hash serialises it as it is
         d = {f.name: getattr(self, f.name) for f in fields(self)
-             if f.name not in ("meta", "key_as", "task_params")}
+             if f.name not in ("meta", "key_as", "task_params", "relation")}
         d.update(self.key_as)
         if self.task_params:
             d["task_params"] = self.task_params
+        if self.relation is not None:
+            d["relation"] = self.relation
         return d
 
     @cached_property

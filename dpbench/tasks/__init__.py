@@ -16,9 +16,11 @@ from dpbench.tasks import (
 from dpbench.tasks.base import Task
 
 TASKS: dict[str, Task] = {t.name: t for t in (
-    Task("regression", LinearFit, regression.evaluate, metrics=("mse", "train_mse"),
+    Task("regression", (LinearFit, SyntheticTable), regression.evaluate,
+         metrics=("mse", "train_mse"),
          primary="mse", higher_is_better=False),
-    Task("classification", LinearFit, classification.evaluate, metrics=("auc", "accuracy"),
+    Task("classification", (LinearFit, SyntheticTable), classification.evaluate,
+         metrics=("auc", "accuracy"),
          primary="auc", higher_is_better=True, requires=frozenset({"binary_label"})),
     Task("inference", LinearFit, inference.evaluate,
          metrics=("relmse", "est_error", "coef_*", "se_*", "width_*", "bias_*", "covered_*",

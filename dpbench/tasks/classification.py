@@ -1,4 +1,10 @@
-"""Binary-classification metrics on the held-out test set (primary: AUC)."""
+"""Binary-classification metrics on the held-out test set (primary: AUC).
+
+A generator's synthetic rows are scored through the task's own model (the same for every
+generator): scikit-learn's default logistic regression with an intercept
+(``default_logistic``) of the labels' positive class, trained on synthetic rows, tested
+on real ones.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,8 @@ from numpy.typing import NDArray
 from sklearn.metrics import roc_auc_score
 
 from dpbench.data.base import Split
-from dpbench.methods.outputs import LinearFit
+from dpbench.methods.classification.default_logistic import logistic_coef
+from dpbench.methods.outputs import LinearFit, SyntheticTable
 
 
 def positive(y: NDArray) -> NDArray:
@@ -33,8 +40,21 @@ def accuracy(y_true: NDArray, scores: NDArray) -> float:
     return float(np.mean((np.asarray(scores) > 0) == positive(y_true)))
 
 
-def evaluate(model: LinearFit, split: Split) -> dict[str, float]:
+def logistic(table: SyntheticTable) -> LinearFit:
+    """scikit-learn's default logistic regression of the synthetic labels' positive class
+    on ``X`` (a constant score when the rows hold one class; no rows: zero)."""
+    X, y = np.asarray(table.X, dtype=float), np.asarray(table.y)
+    if y.size == 0:
+        return LinearFit(coef=np.zeros(X.shape[1]))
+    coef, intercept = logistic_coef(X, positive(y).astype(int))
+    return LinearFit(coef=coef, intercept=intercept)
+
+
+def evaluate(model: LinearFit | SyntheticTable, split: Split) -> dict[str, float]:
     """Test AUC and accuracy of a linear decision function X theta + intercept (the fit's
-    ``decision_function``: 0 intercept for the models without one)."""
+    ``decision_function``: 0 intercept for the models without one), or of the task's
+    logistic model trained on a generator's synthetic rows."""
+    if isinstance(model, SyntheticTable):
+        model = logistic(model)
     scores = model.decision_function(split.test.X)
     return {"auc": auc(split.test.y, scores), "accuracy": accuracy(split.test.y, scores)}

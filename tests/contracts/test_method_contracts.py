@@ -64,7 +64,8 @@ def test_method_yaml_keeps_its_contract(method: str) -> None:
     for kind in cls.produces:
         out = model.output(kind)
         assert isinstance(out, kind) and _finite(out), (method, kind.__name__)
-    metrics = task.score(model.output(task.needs), split, {})
+    metrics = task.score(model.output(cls.scored_kinds(task, _merged_params(me, "smoke"))),
+                         split, {})
     assert task.primary in metrics
     assert math.isfinite(metrics[task.primary]), (method, task.primary, metrics[task.primary])
 

@@ -162,7 +162,7 @@ class BinAggSynth(BinAgg):
     paper does not clip).
     """
 
-    serves = frozenset({*BinAgg.serves, "synthetic_utility"})
+    # its synthetic rows serve every task that scores records (Method.tasks_scored)
     produces = (LinearFit, SyntheticTable)
 
     def __init__(self, clip_output: bool = False, **params: Any) -> None:

@@ -54,6 +54,14 @@ class MarginalMethod(LinearModel):
             return frozenset()
         return frozenset({"regression", "inference"})
 
+    @classmethod
+    def data_required(cls, params: Mapping[str, Any]) -> frozenset[str]:
+        """Discrete data; a logistic model also needs binary labels (so that a generator
+        fitting one is not offered a regression target through its records)."""
+        if params.get("model", "linear") in ("logistic", "default_logistic"):
+            return cls.requires | {"binary_label"}
+        return cls.requires
+
     def __init__(self, model: str = "linear", mechanism: str = "aim",
                  workload: str = "all_pairs", max_cells: float | None = None,
                  **mechanism_params: Any) -> None:

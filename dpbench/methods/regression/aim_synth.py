@@ -9,15 +9,13 @@ without intercept (scikit-learn L-BFGS, labels as given by the encoding), or
 ``default_logistic``: scikit-learn's default logistic regression with an intercept
 (``methods.classification.default_logistic``; the excess-risk paper's model, App. D.2).
 ``synth_rows`` is the number of rows (None: the release's noisy record count).
-``model: none`` fits nothing: the method then only serves tasks that score the synthetic
-records themselves (``synthetic_utility``, ``tstr``, ``query_release``), which get every
-attribute's codes.
+``model: none`` fits nothing: the method is then scored only through its synthetic records
+(``Method.tasks_scored``: every task that scores records, which get every attribute's codes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Self
+from typing import Self
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
@@ -28,20 +26,12 @@ from dpbench.methods.outputs import LinearFit, SyntheticTable
 from dpbench.methods.regression._marginal import MODELS, MarginalMethod
 from dpbench.privacy.accountant import Accountant
 
-SYNTHETIC_TASKS = frozenset({"synthetic_utility", "tstr", "query_release"})
-
 
 class AIMSynth(MarginalMethod):
     """Synthetic-data regression from an AIM (or MST) release; see the module docstring."""
 
-    serves = frozenset({*MarginalMethod.serves, *SYNTHETIC_TASKS})
-    produces = (LinearFit, SyntheticTable)
+    produces = (LinearFit, SyntheticTable)   # so it serves every task that scores records
     models = (*MODELS, "none", "default_logistic")
-
-    @classmethod
-    def tasks_served(cls, params: Mapping[str, Any]) -> frozenset[str]:
-        """As the fitted model's kind, plus the synthetic rows' downstream utility."""
-        return MarginalMethod.tasks_served(params) | SYNTHETIC_TASKS
 
     def __init__(self, model: str = "linear", mechanism: str = "aim",
                  workload: str = "all_pairs", synth_rows: int | None = None,
