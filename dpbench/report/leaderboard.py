@@ -596,9 +596,10 @@ def from_json(text: str) -> Board:
 def to_frame(board: Board) -> pd.DataFrame:
     """One row per (epsilon, dataset, method), as ``board.csv``."""
     h = board.header
-    return pd.DataFrame([{"experiment": h.experiment, "relation": h.relation,
+    rows = pd.DataFrame([{"experiment": h.experiment, "relation": h.relation,
                           "metric": h.metric, **asdict(r)}
                          for t in board.tables for r in t.rows])
+    return rows.astype({"rank": "Int64"}) if "rank" in rows else rows
 
 
 def write_board(board: Board, out: Path) -> list[Path]:

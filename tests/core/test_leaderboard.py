@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from dpbench import cli
 from dpbench.report import leaderboard as lb
@@ -172,14 +173,21 @@ def test_outputs_json_round_trip_markdown_latex_csv(board, tmp_path: Path) -> No
     csv = pd.read_csv(paths[3])
     assert len(csv) == sum(len(t.rows) for t in b.tables)
     assert set(csv["relation"]) == {"replace_one"}
+    assert csv.loc[csv["method"] == "good", "rank"].tolist() == [1, 3]
+
+
+def test_a_trial_under_another_relation_is_named() -> None:
+    frame = pd.DataFrame({"method_label": ["A", "B", "C"], "privacy.private": [True, True, False],
+                          "privacy.neighbours": ["replace_one", "add_remove", "add_remove"]})
+    assert lb.relation_alerts(frame, "replace_one") == [
+        "RELATION: B's trials record add_remove, not the arena's replace one record"]
 
 
 def test_paired_test_edges() -> None:
     assert lb.paired_test({0: 1.0}, {0: 2.0}) == (-1.0, None, 1)
     assert lb.paired_test({0: 1.0, 1: 2.0}, {0: 1.0, 1: 2.0}) == (0.0, 1.0, 2)
     assert lb.paired_test({0: 1.0, 1: 2.0}, {1: 2.0, 2: 5.0}) == (0.0, None, 1)
-    diff, p, n = lb.paired_test({0: 1.0, 1: 2.5, 2: 3.0}, {0: 0.0, 1: 1.0, 2: 2.2})
-    from scipy import stats
+    _, p, _ = lb.paired_test({0: 1.0, 1: 2.5, 2: 3.0}, {0: 0.0, 1: 1.0, 2: 2.2})
     assert p == pytest.approx(stats.ttest_rel([1.0, 2.5, 3.0], [0.0, 1.0, 2.2]).pvalue)
 
 
@@ -227,3 +235,5 @@ def test_cli_writes_the_board_of_an_arena_and_refuses_others(
     err = capsys.readouterr().err
     assert "'linreg_adult' is not an arena experiment" in err and "toy_arena" in err
     assert len(err.strip().splitlines()) == 1
+    assert cli.main(["leaderboard", "experiment=no_such_arena"]) == 2
+    assert "unknown experiment 'no_such_arena'; valid: " in capsys.readouterr().err
