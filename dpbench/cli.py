@@ -1,4 +1,4 @@
-"""The ``dpbench`` command: run / plan / status / figures / compact.
+"""The ``dpbench`` command: run / plan / status / figures / compact / leaderboard.
 
 Every subcommand takes Hydra overrides (``experiment=linreg_adult profile=smoke
 epsilons=[0.1,1] trials=3 runner.n_jobs=2``). Configs are composed with Hydra's
@@ -545,6 +545,68 @@ def cmd_figures(overrides: Sequence[str]) -> int:
     return 0
 
 
+def is_arena(name: str) -> bool:
+    """Does experiment ``name`` (or an experiment its ``defaults`` extend) set
+    ``experiment.arena: true``?"""
+    entry = load_entry("experiment", name)
+    flag = (entry.get("experiment") or {}).get("arena")
+    if flag is not None:
+        return bool(flag)
+    parents = [d.rpartition("/")[2] for d in entry.get("defaults") or []
+               if isinstance(d, str) and d != "_self_"]
+    return any(is_arena(p) for p in parents if p in choices("experiment"))
+
+
+def cmd_leaderboard(overrides: Sequence[str]) -> int:
+    """Write the board of each arena experiment (all, or the one given) at each profile
+    (all, or the one given) that holds at least one ok trial, under
+    ``<results_dir>/leaderboard/<experiment>-<profile>/``; say which were skipped. Without
+    ``profile=``, a grid never run is built only if all its trials are stored (as
+    ``figures``)."""
+    from dpbench.report.leaderboard import board_from_store, write_board
+    from dpbench.runner import grid as grid_module
+
+    arenas = [n for n in choices("experiment") if is_arena(n)]
+    base = compose_config(list(overrides))
+    if given(overrides, "experiment") and not base.experiment.get("arena"):
+        raise UserError(f"experiment {base.experiment.name!r} is not an arena experiment "
+                        f"(experiment.arena is not true); arena experiments: "
+                        f"{', '.join(arenas) or '(none)'}")
+    names = [None] if given(overrides, "experiment") else arenas
+    profiles = [None] if given(overrides, "profile") else profile_order()
+    refused_cells = getattr(grid_module, "refused_cells", lambda cfg: [])
+    written: list[Path] = []
+    skipped: list[str] = []
+    for name in names:
+        for profile in profiles:
+            cfg = compose_config([*overrides, *([] if name is None else [f"experiment={name}"]),
+                                  *([] if profile is None else [f"profile={profile}"])])
+            specs, store = grid(cfg), store_of(cfg)
+            held = sum(store.status(s.key) == OK for s in specs)
+            why = "no ok trial stored" if not held else None
+            if held and profile is not None and held < len(specs) \
+                    and not store.was_run(cfg.experiment.name, cfg.profile.name):
+                why = (f"never run; {held} of its {len(specs)} trials are stored because other "
+                       "grids share them (profile=... builds it)")
+            if why:
+                skipped.append(f"{cfg.experiment.name} ({cfg.profile.name}): {why}")
+                continue
+            out = Path(cfg.results_dir) / "leaderboard" / \
+                f"{cfg.experiment.name}-{cfg.profile.name}"
+            require_writable(out, cfg)
+            board = board_from_store(
+                specs, store, OmegaConf.to_container(cfg.experiment, resolve=True),
+                profile=cfg.profile.name, delta=cfg.delta, trials=origin_text(cfg, specs),
+                refused=refused_cells(cfg))
+            written += write_board(board, out)
+    if not arenas and not given(overrides, "experiment"):
+        print("no arena experiment (experiment.arena: true) under conf/experiment/")
+    for line in skipped:
+        print(f"skipped {line}")
+    print("\n".join(map(str, written)) or "no board written")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``dpbench`` command (``argv`` None: ``sys.argv``).
 
@@ -563,7 +625,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                        ("plan", "show the grid: trial counts, done / to do"),
                        ("status", "done / failed / pending per dataset, method and epsilon"),
                        ("figures", "build every figure and table from stored results"),
-                       ("compact", "write the store as one parquet file")]:
+                       ("compact", "write the store as one parquet file"),
+                       ("leaderboard", "build the boards of the arena experiments")]:
         p = sub.add_parser(name, help=text)
         p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. experiment=linreg_adult")
         if name == "status":
@@ -573,6 +636,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "figures":
             return cmd_figures(args.overrides)
+        if args.command == "leaderboard":
+            return cmd_leaderboard(args.overrides)
         cfg = compose_config(args.overrides)
         if args.command == "compact":
             print(store_of(cfg).compact())

@@ -101,7 +101,9 @@ def save(fig: plt.Figure, stem: Path) -> list[Path]:
     return [png, pdf]
 
 
-def _cell(mean: float, se: float, digits: int, mark: str = "") -> str:
+def sig_cell(mean: float, se: float, digits: int, mark: str = "") -> str:
+    """``mean ± se`` with ``digits`` significant digits (se: 2), then ``mark``; ``—`` for
+    no mean."""
     if math.isnan(mean):
         return "—" + mark
     return (f"{mean:.{digits}g}" if math.isnan(se) else f"{mean:.{digits}g} ± {se:.2g}") + mark
@@ -122,7 +124,7 @@ def wide_table(summary: pd.DataFrame, digits: int = 4) -> dict[str, pd.DataFrame
         marks = [short_mark(int(t), a) for t, a in zip(part["trials"], part["asked"],
                                                        strict=True)] \
             if "asked" in part else [""] * len(part)
-        cells = part.assign(cell=[_cell(m, s, digits, k) for m, s, k in zip(
+        cells = part.assign(cell=[sig_cell(m, s, digits, k) for m, s, k in zip(
             part["mean"], part["se"], marks, strict=True)])
         wide = cells.pivot(index="method_label", columns="epsilon", values="cell")
         wide.columns = [f"{c:g}" for c in wide.columns]
@@ -182,6 +184,27 @@ def write_tables(summary: pd.DataFrame, out: Path, title: str, unit: str = "epsi
     return [md, tex]
 
 
+def markdown_table(title: str, header: Row, rows: Sequence[Row],
+                   notes: Sequence[str] = ()) -> list[str]:
+    """The lines of one Markdown table: a ``##`` title, the table, then the notes as a list."""
+    md = [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    md += ["| " + " | ".join(r) + " |" for r in rows]
+    return md + [""] + [f"- {n}" for n in notes]
+
+
+def latex_table(title: str, header: Row, rows: Sequence[Row], notes: Sequence[str] = (),
+                caption: str | None = None) -> list[str]:
+    """The lines of one LaTeX table (booktabs), captioned ``caption`` (default ``title``),
+    the notes as comments after it."""
+    tex = [f"% {title}", r"\begin{table}[t]", r"\centering",
+           rf"\caption{{{_tex(caption or title)}}}",
+           rf"\begin{{tabular}}{{l{'r' * (len(header) - 1)}}}", r"\toprule",
+           " & ".join(_tex(h) for h in header) + r" \\", r"\midrule"]
+    tex += [" & ".join(_tex(c) for c in r) + r" \\" for r in rows]
+    tex += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return tex + [f"% {n}" for n in notes]
+
+
 def write_table(stem: Path, title: str, header: Row, rows: Sequence[Row],
                 notes: Sequence[str] = ()) -> list[Path]:
     """``stem``.md and ``stem``.tex with one header and the rows (inside
@@ -191,16 +214,7 @@ def write_table(stem: Path, title: str, header: Row, rows: Sequence[Row],
     warning, origin = incomplete_caption(), provenance_line()
     notes = [*([warning] if warning else []), *notes, *([origin] if origin else [])]
     caption = f"{title} ({INCOMPLETE_TEX})" if warning else title
-    md = [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(r) + " |" for r in rows]
-    md += [""] + [f"- {n}" for n in notes]
-    tex = [f"% {title}", r"\begin{table}[t]", r"\centering", rf"\caption{{{_tex(caption)}}}",
-           rf"\begin{{tabular}}{{l{'r' * (len(header) - 1)}}}", r"\toprule",
-           " & ".join(_tex(h) for h in header) + r" \\", r"\midrule"]
-    tex += [" & ".join(_tex(c) for c in r) + r" \\" for r in rows]
-    tex += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
-    tex += [f"% {n}" for n in notes]
     paths = [stem.with_suffix(".md"), stem.with_suffix(".tex")]
-    paths[0].write_text("\n".join(md) + "\n")
-    paths[1].write_text("\n".join(tex) + "\n")
+    paths[0].write_text("\n".join(markdown_table(title, header, rows, notes)) + "\n")
+    paths[1].write_text("\n".join(latex_table(title, header, rows, notes, caption)) + "\n")
     return paths

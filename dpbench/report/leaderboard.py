@@ -1,0 +1,613 @@
+"""Arena leaderboards: every method of one arena experiment, per (epsilon, dataset), on the
+task's primary metric, written as ``board.md``, ``board.tex``, ``board.json`` and
+``board.csv``.
+
+The rules, stated on every board:
+
+- a cell shows the mean ± s.e. of the primary metric over its ok trials
+  (``frame.mean_se``), its trials ok / asked, the median fit seconds and the median peak
+  RSS; a failed cell shows its error, a refused cell (one the arena cannot run) its reason;
+- a method is *ranked* only where its mean beats the best baseline's mean (no baseline
+  result: no bar); baselines and non-private references are shown, never ranked;
+- every row is compared with the best ranked method by a paired t-test over the trials
+  that share a trial index (same data split and seed for every method, as the spec's
+  ``data_rng`` depends on the dataset and trial only), two-sided, alpha 0.05, uncorrected
+  for multiplicity; fewer than two pairs: no test;
+- the ranked methods not significantly worse than the best are tied with it (rank ``1=``);
+  the best is the *winner* only if it is significantly better than every other ranked method;
+- per epsilon, each method's mean rank over the datasets where it was ranked, and per
+  (epsilon, dataset) the quality / fit-time Pareto front (references left out).
+
+``board.json`` (schema ``dpbench-leaderboard/1``) holds the :class:`Board` as data for a
+static site: ``{"schema", "header": Header, "tables": [Table with "rows": [Row]],
+"mean_ranks": [MeanRank]}``, each object with the fields of its dataclass below; a number
+that is not finite is null. ``board.csv`` has one row per (epsilon, dataset, method): the
+:class:`Row` fields after the experiment, relation and metric.
+
+TODO (issue 37): a calibration column ("as good as the non-private reference on x% of the
+rows") is not built yet.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from dpbench.report.frame import mean_se, method_name
+from dpbench.report.privacy import RELATION_TEXT
+from dpbench.report.render import latex_table, markdown_table, sig_cell
+from dpbench.roots import REPO
+from dpbench.runner.spec import TrialSpec
+from dpbench.runner.store import FAILED, OK, ResultStore
+
+SCHEMA = "dpbench-leaderboard/1"
+ALPHA = 0.05
+Cell = tuple[str, str, float]           # (dataset id, method id, epsilon)
+#: row roles: ranked candidates, the baselines that set the bar, non-private references
+METHOD, BASELINE, REFERENCE = "method", "baseline", "reference"
+#: comparison verdicts of a row against the best ranked method
+BEST, NO_TEST, NOT_SIGNIFICANT, WORSE, BETTER = "best", "no test", "n.s.", "worse", "better"
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What the board ranks on and against: the primary metric and its direction, the
+    baseline and reference method ids (or yaml names), the test's level."""
+
+    metric: str
+    higher_is_better: bool
+    baselines: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    alpha: float = ALPHA
+
+    def role(self, method: str) -> str:
+        """The role of a method id (a sweep point takes its yaml name's role)."""
+        for role, ids in ((REFERENCE, self.references), (BASELINE, self.baselines)):
+            if method in ids or method_name(method) in ids:
+                return role
+        return METHOD
+
+    def better(self, a: float, b: float) -> bool:
+        """Is metric value ``a`` strictly better than ``b``?"""
+        return a > b if self.higher_is_better else a < b
+
+
+@dataclass(frozen=True)
+class CellFacts:
+    """What the grid and the store say of a cell beyond its ok trials."""
+
+    dataset_label: str
+    method_label: str
+    asked: int
+    failed: int = 0
+    error: str | None = None            # the first failed trial's one-line error
+    refused: str | None = None          # why the arena cannot run the cell
+
+
+@dataclass(frozen=True)
+class Header:
+    """Everything a board states once, above its tables."""
+
+    experiment: str
+    task: str
+    metric: str
+    higher_is_better: bool
+    relation: str
+    delta: str
+    profile: str
+    trials: str
+    test: str
+    commit: str
+    budget_unit: str = "epsilon"
+    baselines: list[str] = field(default_factory=list)
+    references: list[str] = field(default_factory=list)
+    versions: dict[str, dict[str, int]] = field(default_factory=dict)
+    alerts: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One method on one (epsilon, dataset): its numbers, rank and comparison with the best."""
+
+    epsilon: float
+    dataset: str
+    dataset_label: str
+    method: str
+    method_label: str
+    role: str
+    status: str                         # ok | failed | refused | pending
+    trials_ok: int
+    trials_asked: int
+    n: int = 0                          # trials with a finite metric
+    mean: float | None = None
+    se: float | None = None
+    fit_s: float | None = None          # median over the ok trials
+    peak_rss_mb: float | None = None    # median over the ok trials
+    ranked: bool = False
+    rank: int | None = None
+    tied: bool = False
+    winner: bool = False
+    vs_best: str | None = None          # best | no test | n.s. | worse | better
+    diff_vs_best: float | None = None   # mean paired difference, this - best
+    p_vs_best: float | None = None
+    pairs_vs_best: int = 0
+    pareto: bool = False
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    """Every method on one (epsilon, dataset), ranked rows first."""
+
+    epsilon: float
+    dataset: str
+    dataset_label: str
+    bar: str | None                     # the best baseline (its mean is the bar)
+    bar_mean: float | None
+    best: str | None
+    winner: str | None
+    rows: list[Row]
+
+
+@dataclass(frozen=True)
+class MeanRank:
+    """A method's mean rank at one epsilon, over the datasets where it was ranked."""
+
+    epsilon: float
+    method: str
+    method_label: str
+    mean_rank: float | None
+    ranked_on: int
+    datasets: int
+
+
+@dataclass(frozen=True)
+class Board:
+    """One arena experiment's board at one profile."""
+
+    header: Header
+    tables: list[Table]
+    mean_ranks: list[MeanRank]
+
+
+# --- inputs from the grid and the store ---------------------------------------------------
+
+
+def cell_facts(specs: Sequence[TrialSpec], store: ResultStore,
+               refused: Iterable[tuple[str, str, str]] = ()) -> dict[Cell, CellFacts]:
+    """Per cell of the grid: labels, trials asked, failed trials and the first error; per
+    refused (dataset, method, reason): one cell at each epsilon of the grid."""
+    out: dict[Cell, CellFacts] = {}
+    labels: dict[str, str] = {}
+    for s in specs:
+        cell = (s.dataset, s.method, s.epsilon)
+        labels[s.dataset] = s.meta.get("dataset_label", s.dataset)
+        labels[s.method] = s.meta.get("method_label", s.method)
+        facts = out.get(cell) or CellFacts(labels[s.dataset], labels[s.method], 0)
+        rec = store.get(s.key)
+        if rec is not None and rec.get("status") == FAILED:
+            facts = replace(facts, failed=facts.failed + 1,
+                            error=facts.error or str(rec.get("error", "")))
+        out[cell] = replace(facts, asked=facts.asked + 1)
+    for eps in sorted({s.epsilon for s in specs}):
+        for dataset, method, reason in refused:
+            out[(dataset, method, eps)] = CellFacts(labels.get(dataset, dataset),
+                                                    labels.get(method, method), 0,
+                                                    refused=reason)
+    return out
+
+
+def versions(specs: Sequence[TrialSpec], store: ResultStore) -> dict[str, dict[str, int]]:
+    """Per library, each version the grid's ok trials ran with and how many trials did."""
+    seen: dict[str, Counter[str]] = {}
+    for s in specs:
+        rec = store.get(s.key)
+        if rec and rec.get("status") == OK:
+            for lib, ver in (rec.get("versions") or {}).items():
+                seen.setdefault(lib, Counter())[str(ver)] += 1
+    return {lib: dict(sorted(c.items())) for lib, c in sorted(seen.items())}
+
+
+def commit() -> str:
+    """The repository's ``git rev-parse HEAD``, or ``unknown``."""
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], check=True,
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def relation_alerts(frame: pd.DataFrame, relation: str) -> list[str]:
+    """One sentence per private method whose trials record another neighbouring relation
+    than the arena's."""
+    if frame.empty or "privacy.neighbours" not in frame or "privacy.private" not in frame:
+        return []
+    private = frame[frame["privacy.private"].fillna(False).astype(bool)]
+    recorded = private["privacy.neighbours"].fillna("not recorded").astype(str)
+    other = private.assign(recorded=recorded)[recorded != relation]
+    return [f"RELATION: {label}'s trials record {', '.join(sorted(part['recorded'].unique()))}, "
+            f"not the arena's {RELATION_TEXT.get(relation, relation)}"
+            for label, part in other.groupby("method_label", sort=True)]
+
+
+def test_text(alpha: float = ALPHA) -> str:
+    """The test the board uses, as stated in its header."""
+    return (f"paired t-test against the best ranked method over the trials sharing a trial "
+            f"index (same data split and seed), two-sided, alpha = {alpha:g}, uncorrected; "
+            "fewer than 2 pairs: no test; tied = not significantly worse than the best")
+
+
+# --- the board, from the results frame ----------------------------------------------------
+
+
+def finite(x: Any) -> float | None:
+    """``x`` as a float, None when missing or not finite (JSON's null)."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def median(values: pd.Series | None) -> float | None:
+    """The median of the finite values, None without any."""
+    if values is None:
+        return None
+    v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    v = v[np.isfinite(v)]
+    return float(np.median(v)) if v.size else None
+
+
+def paired_test(a: Mapping[int, float], b: Mapping[int, float]
+                ) -> tuple[float | None, float | None, int]:
+    """Mean difference a - b over the trial indices both hold (finite values), its
+    two-sided paired t-test p-value (None with fewer than 2 pairs) and the pair count. Equal
+    pairs give p = 1; a constant non-zero difference p = 0."""
+    shared = sorted(t for t in a.keys() & b.keys()
+                    if math.isfinite(a[t]) and math.isfinite(b[t]))
+    d = np.array([a[t] - b[t] for t in shared], dtype=float)
+    if d.size == 0:
+        return None, None, 0
+    diff = float(d.mean())
+    if d.size < 2:
+        return diff, None, int(d.size)
+    sd = float(d.std(ddof=1))
+    if sd == 0.0:
+        return diff, (1.0 if diff == 0.0 else 0.0), int(d.size)
+    t = diff / (sd / math.sqrt(d.size))
+    return diff, float(2 * stats.t.sf(abs(t), d.size - 1)), int(d.size)
+
+
+def verdict(diff: float | None, p: float | None, rules: Rules) -> str:
+    """A row's comparison with the best ranked method (``diff`` = row - best)."""
+    if p is None or diff is None:
+        return NO_TEST
+    if p >= rules.alpha:
+        return NOT_SIGNIFICANT
+    return BETTER if rules.better(diff, 0.0) else WORSE
+
+
+def cell_row(cell: Cell, facts: CellFacts, rows: pd.DataFrame, rules: Rules) -> Row:
+    """A cell's row before ranking: numbers of its ok trials (``rows``), status and note."""
+    dataset, method, eps = cell
+    mean, se, n = mean_se(rows[rules.metric]) if rules.metric in rows else (math.nan,
+                                                                           math.nan, 0)
+    status = OK if len(rows) else (
+        "refused" if facts.refused else FAILED if facts.failed else "pending")
+    return Row(eps, dataset, facts.dataset_label, method, facts.method_label,
+               rules.role(method), status, len(rows), facts.asked, n, finite(mean),
+               finite(se), median(rows.get("fit_s")), median(rows.get("peak_rss_mb")),
+               note=cell_note(facts, len(rows), n, rules))
+
+
+def cell_note(facts: CellFacts, ok: int, n: int, rules: Rules) -> str:
+    """What a reader must know of the cell: refused, failed, short of trials, no metric."""
+    parts = []
+    if facts.refused:
+        parts.append(f"refused: {facts.refused}")
+    if 0 < ok < facts.asked:
+        parts.append(f"{ok} of {facts.asked} trials ok")
+    if facts.failed:
+        parts.append(f"{facts.failed} failed: {facts.error}")
+    elif not ok and not facts.refused:
+        parts.append("not run yet")
+    if n < ok:
+        parts.append(f"{ok - n} trial(s) without a finite {rules.metric}")
+    return "; ".join(parts)
+
+
+def with_note(row: Row, text: str, **changes: Any) -> Row:
+    """``row`` with ``text`` put before its note (and ``changes``)."""
+    return replace(row, note="; ".join(filter(None, [text, row.note])), **changes)
+
+
+def best_of(rows: Sequence[Row], rules: Rules) -> Row | None:
+    """The row with the best mean (first of equals), None without a mean."""
+    best = None
+    for r in rows:
+        if r.mean is not None and (best is None or rules.better(r.mean, best.mean)):
+            best = r
+    return best
+
+
+def rank_table(rows: Sequence[Row], trials: Mapping[str, Mapping[int, float]],
+               rules: Rules) -> Table:
+    """Rank one (epsilon, dataset): bar, ranked rows, best, ties, winner, comparisons, front.
+
+    ``trials`` maps each method id to its metric value per trial index."""
+    bar = best_of([r for r in rows if r.role == BASELINE], rules)
+    ranked = [r for r in rows if r.role == METHOD and r.mean is not None
+              and (bar is None or rules.better(r.mean, bar.mean))]
+    best = best_of(ranked, rules)
+    ids = [r.method for r in ranked]
+    out = {r.method: compare(r, best, trials, rules) for r in rows}
+    for r in rows:
+        if r.role == REFERENCE:
+            out[r.method] = with_note(out[r.method], "non-private reference, not ranked")
+        elif r.role == BASELINE:
+            out[r.method] = with_note(out[r.method], "baseline (sets the bar)")
+        elif r.mean is not None and r.method not in ids:
+            out[r.method] = with_note(out[r.method],
+                                      f"does not beat baseline {bar.method_label}")
+    tied = [m for m in ids if out[m].vs_best != WORSE]
+    rest = sorted((m for m in ids if m not in tied), key=lambda m: (
+        -out[m].mean if rules.higher_is_better else out[m].mean))
+    for m in tied:
+        out[m] = replace(out[m], ranked=True, rank=1, tied=len(tied) > 1)
+    for i, m in enumerate(rest):
+        out[m] = replace(out[m], ranked=True, rank=len(tied) + 1 + i)
+    winner = best.method if best is not None and len(tied) == 1 else None
+    if winner:
+        out[winner] = replace(out[winner], winner=True)
+    front = pareto(list(out.values()), rules)
+    final = [replace(out[r.method], pareto=r.method in front) for r in rows]
+    first = rows[0]
+    return Table(first.epsilon, first.dataset, first.dataset_label,
+                 bar.method if bar else None, bar.mean if bar else None,
+                 best.method if best else None, winner, sorted(final, key=row_order(rules)))
+
+
+def compare(row: Row, best: Row | None, trials: Mapping[str, Mapping[int, float]],
+            rules: Rules) -> Row:
+    """``row`` with its paired comparison against ``best`` (none without a best or mean)."""
+    if best is None or row.mean is None:
+        return row
+    if row.method == best.method:
+        return replace(row, vs_best=BEST)
+    diff, p, pairs = paired_test(trials.get(row.method, {}), trials.get(best.method, {}))
+    return replace(row, vs_best=verdict(diff, p, rules), diff_vs_best=diff, p_vs_best=p,
+                   pairs_vs_best=pairs)
+
+
+def row_order(rules: Rules) -> Any:
+    """Sort key: ranked by rank, then other methods, baselines, references (each by mean),
+    then the cells without a result."""
+    groups = {METHOD: 1, BASELINE: 2, REFERENCE: 3}
+
+    def key(r: Row) -> tuple:
+        if r.mean is None:
+            return (4, 0, 0.0, r.method)
+        score = -r.mean if rules.higher_is_better else r.mean
+        return (0 if r.ranked else groups[r.role], r.rank or 0, score, r.method)
+    return key
+
+
+def pareto(rows: Sequence[Row], rules: Rules) -> set[str]:
+    """The methods (references left out) with a mean and a fit time that no other such
+    method dominates: at least as good in both, strictly better in one."""
+    pts = [r for r in rows if r.role != REFERENCE and r.mean is not None
+           and r.fit_s is not None]
+
+    def dominates(a: Row, b: Row) -> bool:
+        no_worse = not rules.better(b.mean, a.mean) and a.fit_s <= b.fit_s
+        return no_worse and (rules.better(a.mean, b.mean) or a.fit_s < b.fit_s)
+    return {b.method for b in pts if not any(dominates(a, b) for a in pts)}
+
+
+def mean_ranks(tables: Sequence[Table]) -> list[MeanRank]:
+    """Per epsilon and method: the mean rank over the datasets where it was ranked."""
+    out = []
+    for eps in sorted({t.epsilon for t in tables}):
+        at = [t for t in tables if t.epsilon == eps]
+        methods = {r.method: r.method_label for t in at for r in t.rows if r.role == METHOD}
+        for m, label in methods.items():
+            ranks = [r.rank for t in at for r in t.rows if r.method == m and r.rank]
+            out.append(MeanRank(eps, m, label, float(np.mean(ranks)) if ranks else None,
+                                len(ranks), len(at)))
+    return sorted(out, key=lambda x: (x.epsilon, x.mean_rank is None, x.mean_rank or 0,
+                                      x.method))
+
+
+def build_board(frame: pd.DataFrame, facts: Mapping[Cell, CellFacts], rules: Rules,
+                header: Header) -> Board:
+    """The board of one arena experiment from its results frame (``frame.results_frame``)
+    and the facts of every cell (``cell_facts``)."""
+    groups = {} if frame.empty else {
+        (d, m, float(e)): g for (d, m, e), g in frame.groupby(
+            ["dataset", "method", "epsilon"], sort=False)}
+    empty = pd.DataFrame()
+    tables = []
+    for eps, dataset in sorted({(c[2], c[0]) for c in facts}):
+        cells = [c for c in facts if c[0] == dataset and c[2] == eps]
+        rows = [cell_row(c, facts[c], groups.get(c, empty), rules) for c in cells]
+        trials = {c[1]: dict(zip(groups[c]["trial"].astype(int),
+                                 groups[c][rules.metric].astype(float), strict=True))
+                  for c in cells if c in groups and rules.metric in groups[c]}
+        tables.append(rank_table(rows, trials, rules))
+    return Board(header, tables, mean_ranks(tables))
+
+
+def board_from_store(specs: Sequence[TrialSpec], store: ResultStore,
+                     experiment: Mapping[str, Any], *, profile: str, delta: Any, trials: str,
+                     refused: Iterable[tuple[str, str, str]] = ()) -> Board:
+    """The board of an arena experiment (its composed ``experiment`` block) from the store:
+    the grid ``specs`` of ``profile``, its ``delta`` rule, ``trials`` (e.g. ``smoke profile,
+    2 trials per cell``) and the cells the arena refuses."""
+    from dpbench.report.frame import results_frame
+    from dpbench.report.privacy import alerts
+    from dpbench.tasks import TASKS
+
+    name, task = str(experiment["name"]), TASKS[str(experiment["task"])]
+    rules = Rules(task.primary, task.higher_is_better,
+                  tuple(experiment.get("baselines") or ()),
+                  tuple(experiment.get("references") or ()))
+    relation = str(experiment.get("relation") or "not stated")
+    frame = results_frame(specs, store, name)
+    unit = specs[0].budget_unit if specs else "epsilon"
+    header = Header(name, task.name, rules.metric, rules.higher_is_better, relation, str(delta),
+                    profile, trials, test_text(rules.alpha), commit(), unit,
+                    list(rules.baselines), list(rules.references), versions(specs, store),
+                    [*alerts(frame), *relation_alerts(frame, relation)])
+    return build_board(frame, cell_facts(specs, store, refused), rules, header)
+
+
+# --- writing ------------------------------------------------------------------------------
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    """``x`` with ``digits`` significant digits, ``—`` for none."""
+    return "—" if x is None else f"{x:.{digits}g}"
+
+
+def rank_text(r: Row) -> str:
+    """``1=`` for a tie, ``1 (winner)``, ``3``, or ``—`` when unranked."""
+    if not r.ranked:
+        return "—"
+    return f"{r.rank}{'=' if r.tied else ''}{' (winner)' if r.winner else ''}"
+
+
+def comparison_text(r: Row) -> str:
+    """``worse: -0.012, p = 0.003 (5 pairs)``, ``best``, ``no test (1 pair)`` or empty."""
+    if r.vs_best in (None, BEST):
+        return r.vs_best or ""
+    if r.vs_best == NO_TEST:
+        return f"no test ({r.pairs_vs_best} pair{'s' if r.pairs_vs_best != 1 else ''})"
+    p = "p < 0.001" if r.p_vs_best < 0.001 else f"p = {r.p_vs_best:.2g}"
+    return f"{r.vs_best}: {r.diff_vs_best:+.3g}, {p} ({r.pairs_vs_best} pairs)"
+
+
+def table_header(header: Header) -> list[str]:
+    """The columns of every (epsilon, dataset) table."""
+    direction = "higher" if header.higher_is_better else "lower"
+    return ["rank", "method", f"{header.metric} ({direction} is better)", "trials ok/asked",
+            "vs best (paired)", "fit s (median)", "peak RSS MB (median)", "Pareto", "note"]
+
+
+def table_rows(t: Table) -> list[list[str]]:
+    """The cells of a table, one list per method."""
+    return [[rank_text(r), r.method_label,
+             sig_cell(r.mean if r.mean is not None else math.nan,
+                      r.se if r.se is not None else math.nan, 4),
+             f"{r.trials_ok}/{r.trials_asked}", comparison_text(r), fmt(r.fit_s),
+             fmt(r.peak_rss_mb), "yes" if r.pareto else "", r.note] for r in t.rows]
+
+
+def table_title(t: Table, header: Header) -> str:
+    """``<dataset label>, epsilon = 1``."""
+    return f"{t.dataset_label}, {header.budget_unit} = {t.epsilon:g}"
+
+
+def table_notes(t: Table) -> list[str]:
+    """The table's bar and winner, by method label."""
+    label = {r.method: r.method_label for r in t.rows}
+    bar = (f"bar: baseline {label[t.bar]} (mean {fmt(t.bar_mean, 4)})" if t.bar
+           else "bar: none (no baseline result), every method with a result is ranked")
+    win = (f"winner: {label[t.winner]}" if t.winner
+           else "no winner (the best is tied, or nothing is ranked)")
+    return [bar, win]
+
+
+def rank_summary(board: Board) -> tuple[list[str], list[list[str]]]:
+    """The mean-rank table: per epsilon and method, the mean rank and over how many datasets."""
+    unit = board.header.budget_unit
+    rows = [[f"{m.epsilon:g}", m.method_label, fmt(m.mean_rank),
+             f"{m.ranked_on} of {m.datasets}"] for m in board.mean_ranks]
+    return [unit, "method", "mean rank", "ranked on (datasets)"], rows
+
+
+def header_lines(h: Header) -> list[str]:
+    """The header block: one statement a line."""
+    vers = "; ".join(f"{lib} {', '.join(f'{v} ({n})' for v, n in vs.items())}"
+                     for lib, vs in h.versions.items()) or "none recorded"
+    return [f"arena: {h.experiment}", f"task: {h.task}",
+            f"primary metric: {h.metric} ({'higher' if h.higher_is_better else 'lower'} "
+            "is better)",
+            f"neighbouring relation: {RELATION_TEXT.get(h.relation, h.relation)} "
+            f"({h.relation}), every cell", f"delta: {h.delta}", f"profile: {h.profile}",
+            f"trials: {h.trials}", f"baselines: {', '.join(h.baselines) or 'none'}",
+            f"references (never ranked): {', '.join(h.references) or 'none'}",
+            f"test: {h.test}", f"commit: {h.commit}",
+            f"library versions (version (ok trials)): {vers}", *h.alerts]
+
+
+def to_markdown(board: Board) -> str:
+    """``board.md``: the header block, one table per (epsilon, dataset), the mean ranks."""
+    lines = [f"# Leaderboard: {board.header.experiment}", ""]
+    lines += [f"- {x}" for x in header_lines(board.header)] + [""]
+    for t in board.tables:
+        lines += markdown_table(table_title(t, board.header), table_header(board.header),
+                                table_rows(t), table_notes(t)) + [""]
+    lines += markdown_table("Mean rank per " + board.header.budget_unit, *rank_summary(board))
+    return "\n".join(lines) + "\n"
+
+
+def to_latex(board: Board) -> str:
+    """``board.tex``: the header as comments, then the tables of ``board.md`` in LaTeX, each
+    caption naming the arena and its relation."""
+    lines = [f"% Leaderboard: {board.header.experiment}"]
+    lines += [f"% {x}" for x in header_lines(board.header)] + [""]
+    relation = f"relation {board.header.relation}"
+    for t in board.tables:
+        title = table_title(t, board.header)
+        lines += latex_table(title, table_header(board.header), table_rows(t),
+                             table_notes(t), f"{board.header.experiment}: {title} "
+                             f"({relation})") + [""]
+    lines += latex_table("Mean rank", *rank_summary(board))
+    return "\n".join(lines) + "\n"
+
+
+def to_json(board: Board) -> str:
+    """``board.json`` (see the module docstring for its schema)."""
+    return json.dumps({"schema": SCHEMA, **asdict(board)}, indent=1, sort_keys=True,
+                      allow_nan=False)
+
+
+def from_json(text: str) -> Board:
+    """The :class:`Board` of a ``board.json``."""
+    data = json.loads(text)
+    if data.get("schema") != SCHEMA:
+        raise ValueError(f"not a {SCHEMA} board: schema {data.get('schema')!r}")
+    tables = [Table(**{**t, "rows": [Row(**r) for r in t["rows"]]}) for t in data["tables"]]
+    return Board(Header(**data["header"]), tables,
+                 [MeanRank(**m) for m in data["mean_ranks"]])
+
+
+def to_frame(board: Board) -> pd.DataFrame:
+    """One row per (epsilon, dataset, method), as ``board.csv``."""
+    h = board.header
+    rows = pd.DataFrame([{"experiment": h.experiment, "relation": h.relation,
+                          "metric": h.metric, **asdict(r)}
+                         for t in board.tables for r in t.rows])
+    return rows.astype({"rank": "Int64"}) if "rank" in rows else rows
+
+
+def write_board(board: Board, out: Path) -> list[Path]:
+    """``board.md``, ``board.tex``, ``board.json`` and ``board.csv`` in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"board.{ext}" for ext in ("md", "tex", "json", "csv")]
+    paths[0].write_text(to_markdown(board))
+    paths[1].write_text(to_latex(board))
+    paths[2].write_text(to_json(board) + "\n")
+    to_frame(board).to_csv(paths[3], index=False)
+    return paths

@@ -1,0 +1,239 @@
+"""The arena leaderboard (issue 37): boards built from records written through the real
+``ResultStore`` (fabricated for the test, no trial runs), checked against a recomputation
+from the stored trials, and ``dpbench leaderboard`` on a tiny arena experiment outside the
+repository (``DPBENCH_PATH``).
+
+Regression (mse, lower is better); on dataset ``d1``: ``mean`` is the baseline,
+``original`` the non-private reference, ``good`` clearly best (every paired difference
+large), ``twin_a`` / ``twin_b`` equal per trial, ``poor`` worse than the baseline and
+``broken`` failing every trial. On ``d2`` the twins are best, tied, so there is no winner.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from dpbench import cli
+from dpbench.report import leaderboard as lb
+from dpbench.runner.spec import TrialSpec
+from dpbench.runner.store import ResultStore
+
+TRIALS = 5
+NOISE = [0.01, -0.02, 0.03, 0.0, -0.01]
+LEVELS = {"d1": {"mean": 1.0, "original": 0.05, "good": 0.2, "twin_a": 0.5, "twin_b": 0.5,
+                 "poor": 1.5},
+          "d2": {"mean": 1.0, "original": 0.05, "good": 0.6, "twin_a": 0.3, "twin_b": 0.3,
+                 "poor": 1.5}}
+EXPERIMENT = {"name": "toy_arena", "task": "regression", "arena": True,
+              "relation": "replace_one", "baselines": ["mean"], "references": ["original"]}
+
+
+def spec(dataset: str, method: str, trial: int, eps: float = 1.0) -> TrialSpec:
+    return TrialSpec(dataset=dataset, dataset_target="toy.load", dataset_params={},
+                     method=method, method_target=f"toy.{method}", method_params={},
+                     task="regression", epsilon=eps, delta=1e-5, budget_unit="epsilon",
+                     trial=trial, meta={"dataset_label": dataset.upper(),
+                                        "method_label": method.title()})
+
+
+def value(dataset: str, method: str, trial: int) -> float:
+    """mse of a trial: the method's level plus a noise shared by all methods of a trial
+    (the shared split), plus a method-specific wiggle that the twins share."""
+    wiggle = 0.0 if method.startswith("twin") else 0.004 * ((trial * len(method)) % 3)
+    return LEVELS[dataset][method] + NOISE[trial] + wiggle
+
+
+def fit(method: str, trial: int) -> float:
+    """Fit seconds: the baseline fastest, then by name length."""
+    return (0.01 if method == "mean" else 0.1 * (1 + len(method))) + 0.01 * trial
+
+
+def record(s: TrialSpec, mse: float | None = None) -> dict:
+    """The stored record of ``s``: ``mse`` (default :func:`value`), or a failure."""
+    if s.method == "broken":
+        return {"key": s.key, "status": "failed", "spec": s.to_dict(),
+                "error": "ValueError: the toy method breaks"}
+    return {"key": s.key, "status": "ok", "spec": s.to_dict(),
+            "metrics": {"mse": value(s.dataset, s.method, s.trial) if mse is None else mse},
+            "privacy": {"target_delta": 1e-5, "target_epsilon": s.epsilon,
+                        "private": s.method != "original", "neighbours": "replace_one"},
+            "timing": {"fit_s": fit(s.method, s.trial)},
+            "peak_rss_mb": 100.0 + s.trial, "versions": {"numpy": "2.0.0", "python": "3.11"}}
+
+
+def toy_specs() -> list[TrialSpec]:
+    methods = [*LEVELS["d1"], "broken"]
+    return [spec(d, m, t) for d in LEVELS for m in methods for t in range(TRIALS)]
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory: pytest.TempPathFactory) -> tuple[lb.Board, list[TrialSpec]]:
+    store = ResultStore(tmp_path_factory.mktemp("store"))
+    specs = toy_specs()
+    # d2/good: one trial not stored (a shortfall)
+    for s in specs:
+        if not (s.dataset == "d2" and s.method == "good" and s.trial == 4):
+            store.put(record(s))
+    b = lb.board_from_store(specs, store, EXPERIMENT, profile="smoke", delta=1e-5,
+                            trials="smoke profile, 5 trials per cell",
+                            refused=[("d2", "huge", "domain too large (10^12 cells)")])
+    return b, specs
+
+
+def rows_of(b: lb.Board, dataset: str) -> dict[str, lb.Row]:
+    table = next(t for t in b.tables if t.dataset == dataset)
+    return {r.method: r for r in table.rows}
+
+
+def test_numbers_equal_a_recomputation_from_the_stored_trials(board) -> None:
+    b, _ = board
+    for dataset in LEVELS:
+        for method, row in rows_of(b, dataset).items():
+            if method in ("broken", "huge"):
+                continue
+            trials = range(4) if (dataset, method) == ("d2", "good") else range(TRIALS)
+            v = np.array([value(dataset, method, t) for t in trials])
+            assert row.mean == pytest.approx(v.mean(), rel=1e-12)
+            assert row.se == pytest.approx(v.std(ddof=1) / math.sqrt(v.size), rel=1e-12)
+            assert row.trials_ok == v.size and row.trials_asked == TRIALS
+            assert row.fit_s == pytest.approx(np.median([fit(method, t) for t in trials]))
+            assert row.peak_rss_mb == pytest.approx(np.median([100.0 + t for t in trials]))
+    assert rows_of(b, "d2")["good"].note == "4 of 5 trials ok"
+
+
+def test_a_clearly_better_method_wins(board) -> None:
+    rows = rows_of(board[0], "d1")
+    assert rows["good"].winner and rows["good"].rank == 1 and not rows["good"].tied
+    assert rows["good"].vs_best == lb.BEST
+    for m in ("twin_a", "twin_b"):
+        assert rows[m].vs_best == lb.WORSE and rows[m].p_vs_best < 0.05
+        assert rows[m].pairs_vs_best == TRIALS and rows[m].rank in (2, 3)
+    assert next(t for t in board[0].tables if t.dataset == "d1").winner == "good"
+
+
+def test_methods_with_identical_trials_are_tied_and_neither_wins(board) -> None:
+    rows = rows_of(board[0], "d2")
+    for m in ("twin_a", "twin_b"):
+        assert rows[m].rank == 1 and rows[m].tied and not rows[m].winner
+    assert {rows["twin_a"].vs_best, rows["twin_b"].vs_best} == {lb.BEST, lb.NOT_SIGNIFICANT}
+    assert next(t for t in board[0].tables if t.dataset == "d2").winner is None
+    assert rows["good"].rank == 3 and not rows["good"].tied
+
+
+def test_baseline_reference_and_worse_than_baseline_are_unranked(board) -> None:
+    for dataset in LEVELS:
+        rows = rows_of(board[0], dataset)
+        assert not rows["poor"].ranked and "does not beat baseline Mean" in rows["poor"].note
+        assert not rows["mean"].ranked and rows["mean"].role == lb.BASELINE
+        ref = rows["original"]
+        assert not ref.ranked and ref.role == lb.REFERENCE and "never" not in ref.note
+        assert "non-private reference, not ranked" in ref.note and not ref.pareto
+        assert ref.vs_best == lb.BETTER        # compared, better than the best, still unranked
+
+
+def test_failed_and_refused_cells_show_why_and_spare_the_others(board) -> None:
+    b, _ = board
+    broken = rows_of(b, "d1")["broken"]
+    assert broken.status == "failed" and broken.mean is None and not broken.ranked
+    assert "ValueError: the toy method breaks" in broken.note and "5 failed" in broken.note
+    huge = rows_of(b, "d2")["huge"]
+    assert huge.status == "refused" and huge.note == "refused: domain too large (10^12 cells)"
+    assert rows_of(b, "d1")["good"].winner        # the other cells are unaffected
+
+
+def test_mean_ranks_and_pareto(board) -> None:
+    ranks = {m.method: m for m in board[0].mean_ranks}
+    assert ranks["good"].mean_rank == pytest.approx((1 + 3) / 2) and ranks["good"].ranked_on == 2
+    assert ranks["poor"].mean_rank is None and ranks["poor"].ranked_on == 0
+    rows = rows_of(board[0], "d1")
+    # good: best mse among non-references; mean: fastest fit; poor: slower and worse
+    assert rows["good"].pareto and rows["mean"].pareto and not rows["poor"].pareto
+
+
+def test_outputs_json_round_trip_markdown_latex_csv(board, tmp_path: Path) -> None:
+    b, specs = board
+    paths = lb.write_board(b, tmp_path / "out")
+    assert [p.name for p in paths] == ["board.md", "board.tex", "board.json", "board.csv"]
+    assert lb.from_json(paths[2].read_text()) == b
+    md = paths[0].read_text()
+    for s in specs:
+        assert s.meta["method_label"] in md
+    for text in ("replace one record", "primary metric: mse (lower is better)", "alpha = 0.05",
+                 "profile: smoke", "numpy 2.0.0", "1 (winner)", "1=", "commit: ",
+                 "refused: domain too large"):
+        assert text in md, text
+    tex = paths[1].read_text()
+    assert r"\begin{tabular}" in tex and "relation replace\\_one" in tex
+    csv = pd.read_csv(paths[3])
+    assert len(csv) == sum(len(t.rows) for t in b.tables)
+    assert set(csv["relation"]) == {"replace_one"}
+    assert csv.loc[csv["method"] == "good", "rank"].tolist() == [1, 3]
+
+
+def test_a_trial_under_another_relation_is_named() -> None:
+    frame = pd.DataFrame({"method_label": ["A", "B", "C"], "privacy.private": [True, True, False],
+                          "privacy.neighbours": ["replace_one", "add_remove", "add_remove"]})
+    assert lb.relation_alerts(frame, "replace_one") == [
+        "RELATION: B's trials record add_remove, not the arena's replace one record"]
+
+
+def test_paired_test_edges() -> None:
+    assert lb.paired_test({0: 1.0}, {0: 2.0}) == (-1.0, None, 1)
+    assert lb.paired_test({0: 1.0, 1: 2.0}, {0: 1.0, 1: 2.0}) == (0.0, 1.0, 2)
+    assert lb.paired_test({0: 1.0, 1: 2.0}, {1: 2.0, 2: 5.0}) == (0.0, None, 1)
+    _, p, _ = lb.paired_test({0: 1.0, 1: 2.5, 2: 3.0}, {0: 0.0, 1: 1.0, 2: 2.2})
+    assert p == pytest.approx(stats.ttest_rel([1.0, 2.5, 3.0], [0.0, 1.0, 2.2]).pvalue)
+
+
+ARENA_YAML = """\
+# @package _global_
+experiment:
+  name: toy_arena
+  task: regression
+  arena: true
+  relation: replace_one
+  baselines: [ssp]
+  references: [public]
+datasets: [adult]
+methods: [public, ssp, adassp]
+epsilons: [1.0]
+trials: 2
+"""
+
+
+def test_cli_writes_the_board_of_an_arena_and_refuses_others(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    root = tmp_path / "root"
+    (root / "conf" / "experiment").mkdir(parents=True)
+    (root / "conf" / "experiment" / "toy_arena.yaml").write_text(ARENA_YAML)
+    monkeypatch.setenv("DPBENCH_PATH", str(root))
+    results = tmp_path / "results"
+    cfg = cli.compose_config(["experiment=toy_arena", "profile=smoke",
+                              f"results_dir={results}"])
+    store = cli.store_of(cfg)
+    level = {"public": 0.1, "ssp": 1.0, "adassp": 0.5}
+    specs = cli.grid(cfg)
+    for s in specs:
+        store.put(record(s, level[s.method] + 0.01 * s.trial))
+    store.mark_run("toy_arena", "smoke", len(specs))
+    assert cli.main(["leaderboard", f"results_dir={results}"]) == 0
+    out = capsys.readouterr().out
+    board_dir = results / "leaderboard" / "toy_arena-smoke"
+    assert str(board_dir / "board.md") in out, out
+    assert "skipped toy_arena (default): no ok trial stored" in out, out
+    assert not (results / "leaderboard" / "toy_arena-default").exists()
+    board = lb.from_json((board_dir / "board.json").read_text())
+    rows = {r.method: r for r in board.tables[0].rows}
+    assert rows["adassp"].winner and not rows["public"].ranked and not rows["ssp"].ranked
+    assert cli.main(["leaderboard", "experiment=linreg_adult"]) == 2
+    err = capsys.readouterr().err
+    assert "'linreg_adult' is not an arena experiment" in err and "toy_arena" in err
+    assert len(err.strip().splitlines()) == 1
+    assert cli.main(["leaderboard", "experiment=no_such_arena"]) == 2
+    assert "unknown experiment 'no_such_arena'; valid: " in capsys.readouterr().err
