@@ -21,16 +21,14 @@ from typing import Any, Self
 import numpy as np
 
 from dpbench.data.base import TabularData
-from dpbench.methods.base import Method
+from dpbench.methods.baselines._records import RecordsBaseline
 from dpbench.methods.marginals.data import checked_codes, data_marginal
 from dpbench.methods.marginals.noise import measure
-from dpbench.methods.outputs import SyntheticTable
 from dpbench.methods.records import (
     block_distributions,
     post_seed,
     product_rows,
     sample_blocks,
-    synthetic_table,
 )
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.gaussian import sigma_zcdp
@@ -46,14 +44,11 @@ def noisy_total(tables: dict[str, np.ndarray]) -> float:
     return float(weights @ totals / weights.sum())
 
 
-class Independent(Method):
+class Independent(RecordsBaseline):
     """Independent 1-way marginals (module docstring); no hyperparameters."""
 
     accounting = "zcdp"
     neighbours = RELATION
-    serves = frozenset({"query_release", "tstr", "synthetic_utility"})
-    requires = frozenset({"discrete"})
-    produces = (SyntheticTable,)
 
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
         if data.discrete is None or data.domain is None:
@@ -83,11 +78,5 @@ class Independent(Method):
         self.encoding_ = data.encoding
         return self
 
-    def output(self, kind: type) -> Any:
-        if kind is SyntheticTable:
-            return synthetic_table(self.records_, self.encoding_, "Independent")
-        return super().output(kind)
-
     def info(self) -> dict[str, Any]:
-        return {"sigma": self.sigma_, "n_synthetic": self.n_synthetic_,
-                "neighbours": RELATION}
+        return {**super().info(), "sigma": self.sigma_}

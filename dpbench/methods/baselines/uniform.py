@@ -11,28 +11,24 @@ nothing, so the ledger (pure) is charged an explicit epsilon of 0 and the trace 
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Self
 
 import numpy as np
 
 from dpbench.data.base import TabularData
-from dpbench.methods.base import Method
-from dpbench.methods.outputs import SyntheticTable
-from dpbench.methods.records import codes_frame, synthetic_table
+from dpbench.methods.baselines._records import RecordsBaseline
+from dpbench.methods.records import codes_frame
 from dpbench.privacy import draws
 from dpbench.privacy.accountant import Accountant
 
 LABEL = "uniform: no data read"
 
 
-class Uniform(Method):
+class Uniform(RecordsBaseline):
     """Uniform records over the domain (module docstring); no hyperparameters."""
 
     accounting = "pure"
     neighbours = "replace_one"
-    serves = frozenset({"query_release", "tstr", "synthetic_utility"})
-    requires = frozenset({"discrete"})
-    produces = (SyntheticTable,)
 
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
         if data.domain is None:
@@ -46,10 +42,3 @@ class Uniform(Method):
         self.encoding_ = data.encoding
         return self
 
-    def output(self, kind: type) -> Any:
-        if kind is SyntheticTable:
-            return synthetic_table(self.records_, self.encoding_, "Uniform")
-        return super().output(kind)
-
-    def info(self) -> dict[str, Any]:
-        return {"n_synthetic": len(self.records_)}

@@ -21,9 +21,9 @@ F.1).
 
 Records (``output(SyntheticTable)``, post-processing of that last D): n i.i.d. records
 drawn from D, n the number of private rows (public under the template's replace-one
-relation): the last iterate is the distribution the method releases, and a synthetic
-dataset of n rows drawn from it is what Hardt et al.'s MWEM scales its histogram to. The
-draws use a seed spawned from the fit's generator after the fit
+relation): the last iterate is the distribution the method releases, and MWEM's
+distribution stands for n records (Hardt, Ligett & McSherry 2012, Alg. 1 scales it to n).
+The draws use a seed spawned from the fit's generator after the fit
 (:func:`dpbench.methods.records.post_seed`: the fit's draws, and so its answers, are
 unchanged), the same records on every call; (X, y) are the data's encoding of them.
 """
