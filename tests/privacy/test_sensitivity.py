@@ -110,6 +110,8 @@ NOT_CHECKED = {
     "pate": "its student rows are private rows published without noise by design (the "
             "paper's choice, declared as unprotected_rows): replacing one moves every vote; "
             "pate_public is the same mechanism with public student rows",
+    "uniform": "the uniform baseline reads no private row (its one recorded step is "
+               "0-DP, sensitivity 0, no statistic to compare)",
 }
 #: release kinds whose declared bound the extreme rows reach (>= 99.9%): the bound is tight
 #: and the rows are strong enough to expose one that is too small

@@ -32,7 +32,8 @@ total after T rounds is s eta^2 (T - 1) T (2T - 1) / (12 N^2), so T is about
 (6 N^2 rho / (s eta^2))^(1/3): 5 to 119 records on ADULT (N = 43,944) over Table 3's grid
 at eps 0.1 to 1. ``max_rounds`` caps
 T (None: budget only, as the paper). Output: the uniform mixture of the T records (App.
-B.2), as query answers or as a synthetic table of the T records.
+B.2), as query answers or as a synthetic table of the T records themselves (its native
+records, no sampling: T rows, not n; (X, y) their encoding in the data's).
 
 Under ``noise_disabled`` (tests only) the sampling is switched off: each round's best
 response is to Q_t itself (every query weighted by s Q_t(q), the expectation of the sampled
@@ -63,6 +64,7 @@ from dpbench.methods.query_release.queries import (
     workload_answers,
 )
 from dpbench.methods.query_release.template import NEIGHBOURS, RELATION
+from dpbench.methods.records import synthetic_table
 from dpbench.privacy import draws
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.mechanisms import exponential_mechanism_rho
@@ -338,8 +340,7 @@ class DualQuery(Method):
         codes = np.array(records, dtype=np.int64).reshape(-1, len(qs.sizes))
         self.records_ = pd.DataFrame(codes, columns=list(qs.attributes))
         self.answers_ = qs.rows_answers(self.records_.to_numpy())
-        self.synthetic_ = data.encoding.encode(self.records_) if data.encoding is not None \
-            else None
+        self.encoding_ = data.encoding
         self.rounds_run_ = t
         self.n_queries_ = qs.n_queries
         self.rho_ = accountant.rho_total
@@ -350,11 +351,7 @@ class DualQuery(Method):
         if kind is QueryAnswers:
             return workload_answers(self.answers_, self.params)
         if kind is SyntheticTable:
-            if self.synthetic_ is None:
-                raise ValueError("DualQuery's records were fitted on data without an "
-                                 "encoding; there is no (X, y) to give")
-            X, y = self.synthetic_
-            return SyntheticTable(np.asarray(X), np.asarray(y), self.records_.copy())
+            return synthetic_table(self.records_, self.encoding_, "DualQuery")
         return super().output(kind)
 
     def info(self) -> dict[str, Any]:

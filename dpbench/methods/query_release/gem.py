@@ -31,6 +31,15 @@ last ceil(T/2) rounds, starting from the first of them (the code's ``get_ema_wei
 the paper gives no factor, the code scores 0.5, 0.9, 0.99 and the last iterate post hoc:
 0.9 is the dp-query-release default); ``last``: the last iterate.
 
+Records (``output(SyntheticTable)``): draws from the output distribution the answers
+describe (Sec. 3: GEM's synthetic data is the generator's output distribution, a product
+distribution per latent vector): the B relaxed rows of the output weights on the fixed
+latent vectors, one categorical draw per attribute from a row's softmax block; n records
+(the private row count, public under replace-one), each row giving floor or ceil of n / B
+of them (the relaxed module's docstring). No fresh latent vectors are drawn: batch norm
+uses the batch's statistics, so other latents would define another distribution than the
+one answered. Post-processing: no budget.
+
 ``init_state`` (GEM-Pub) starts from given parameters (a pre-trained generator) instead of
 the default initialisation; :mod:`~dpbench.methods.query_release.gem_pub` provides them.
 """
@@ -199,7 +208,8 @@ class GEM(RelaxedMethod):
                     p["error_ema"] * err_ema + (1 - p["error_ema"]) * current
                 self.steps_.append(self._update(g, rows, past, target, errors,
                                                 p["threshold"] * err_ema))
-                fake = all_answers(rows()[:, :-1])
+                relaxed = rows()[:, :-1]
+                fake = all_answers(relaxed)
                 if t >= p["T"] - window:
                     ema = _ema(ema, g, p["ema_beta"])
                 self.round_cpu_seconds_.append(time.process_time() - t0)
@@ -208,10 +218,13 @@ class GEM(RelaxedMethod):
                 with torch.no_grad():
                     for name, prm in g.named_parameters():
                         prm.copy_(ema[name])
-                fake = all_answers(rows()[:, :-1])
+                relaxed = rows()[:, :-1]
+                fake = all_answers(relaxed)
             self.state_ = state_arrays(g)
+            self.rows_ = relaxed.detach().cpu().numpy()
         self.answers_ = np.clip(fake, 0.0, 1.0)
         self.n_queries_ = qs.n_queries
+        self._keep_for_records(qs, data, rng)
         return self
 
     def _update(self, g: nn.Module, rows: Any, past: torch.Tensor, target: torch.Tensor,

@@ -18,6 +18,14 @@ anything domain-sized is allocated, D_0 uniform, T rounds of select (exponential
 |q(P) - q(D_{t-1})|) and measure (Gaussian), each followed by the method's ``_update``, and
 the output: the answers of the last D (the paper's methods output the last iterate, App.
 F.1).
+
+Records (``output(SyntheticTable)``, post-processing of that last D): n i.i.d. records
+drawn from D, n the number of private rows (public under the template's replace-one
+relation): the last iterate is the distribution the method releases, and MWEM's
+distribution stands for n records (Hardt, Ligett & McSherry 2012, Alg. 1 scales it to n).
+The draws use a seed spawned from the fit's generator after the fit
+(:func:`dpbench.methods.records.post_seed`: the fit's draws, and so its answers, are
+unchanged), the same records on every call; (X, y) are the data's encoding of them.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from numpy.typing import NDArray
 
 from dpbench.data.base import TabularData
 from dpbench.methods.base import Method
-from dpbench.methods.outputs import QueryAnswers
+from dpbench.methods.outputs import QueryAnswers, SyntheticTable
 from dpbench.methods.query_release.queries import (
     MAX_HISTOGRAM_CELLS,
     QuerySet,
@@ -46,6 +54,7 @@ from dpbench.methods.query_release.template import (
     check_selection,
     plan,
 )
+from dpbench.methods.records import post_seed, sample_histogram, synthetic_table
 from dpbench.privacy.accountant import Accountant
 
 #: D is rescaled to total 1 when its unnormalised total leaves [1/_RESCALE, _RESCALE]
@@ -136,7 +145,7 @@ class HistogramMethod(Method):
     neighbours = "replace_one"
     serves = frozenset({"query_release"})
     requires = frozenset({"discrete"})
-    produces = (QueryAnswers,)
+    produces = (QueryAnswers, SyntheticTable)
 
     def __init__(self, T: int, alpha: float = 0.5, selection: str = "b1",
                  workload: str = "all_3way", number: int | None = None, seed: int = 0,
@@ -179,6 +188,8 @@ class HistogramMethod(Method):
         self.answers_ = hist.answers()
         self.n_queries_ = qs.n_queries
         self.rounds_run_ = budget.rounds
+        self.attributes_, self.n_rows_, self.encoding_ = qs.attributes, data.n, data.encoding
+        self.records_seed_ = post_seed(rng)
         return self
 
     def _start(self) -> None:
@@ -194,6 +205,10 @@ class HistogramMethod(Method):
     def output(self, kind: type) -> Any:
         if kind is QueryAnswers:
             return workload_answers(self.answers_, self.params)
+        if kind is SyntheticTable:
+            records = sample_histogram(self.distribution_, self.attributes_, self.n_rows_,
+                                       self.records_seed_)
+            return synthetic_table(records, self.encoding_, type(self).__name__)
         return super().output(kind)
 
     def info(self) -> dict[str, Any]:

@@ -22,7 +22,13 @@ errors over every measurement so far, until that loss is below 1e-8, it has not 
 by a relative 1e-7 on its best for more than ``patience`` (5) consecutive steps (the
 code's ReduceLROnPlateau counter), or ``max_iters`` (5,000) steps.
 
-Output: every query's answer on the final rows, clipped to [0, 1] (as the code).
+Output: every query's answer on the final rows, clipped to [0, 1] (as the code). Records
+(``output(SyntheticTable)``): randomized rounding of the final rows (the rows RAP's answers
+are computed on: raw values for RAP, the per-attribute softmax for RAP-softmax), n records
+each from one row, every attribute drawn from the row's block clipped at 0 and normalised
+(:mod:`~dpbench.methods.query_release.relaxed`). Aydore et al. propose randomized rounding
+of the relaxed rows to obtain a discrete dataset; this per-block rule (negative entries of
+RAP's raw rows count as 0) is the one implemented here. Post-processing: no budget.
 
 rho (``rho_conversion``): ``cks`` (default), the ledger's exact CKS conversion, as every
 other method here; ``bun_steinke`` reproduces the authors' rap.py, which converts with
@@ -134,6 +140,7 @@ class RAP(RelaxedMethod):
             self.rows_ = rows().detach().cpu().numpy()
         self.answers_ = np.clip(fake, 0.0, 1.0)
         self.n_queries_ = qs.n_queries
+        self._keep_for_records(qs, data, rng)
         return self
 
     def _project(self, W: torch.Tensor, rows: Any, past: torch.Tensor,

@@ -26,6 +26,17 @@ products (one per attribute) and takes ~0.17 s for B = 1,000 on one CPU thread, 
 ~6.8 s for the authors' gather over every query (:func:`all_answers`, kept as the
 reference the tests compare with).
 
+Records (``output(SyntheticTable)``, post-processing of the final relaxed rows ``rows_``):
+n records (n the number of private rows, public under the template's replace-one
+relation), record i from one relaxed row (a random permutation of the B rows repeated, so
+each row gives floor or ceil of n / B records) with each attribute drawn from that row's
+block, clipped at 0 and normalised (uniform where no entry is positive)
+(:func:`dpbench.methods.records.sample_blocks`). For rows whose blocks are probability
+vectors (GEM, RAP-softmax) this samples the mixture of product distributions whose expected
+answers are the released ones. The draws use a seed spawned from the fit's generator
+after the fit (:func:`dpbench.methods.records.post_seed`: the fit and its answers are
+unchanged), the same records on every call; (X, y) are the data's encoding of them.
+
 Determinism: every fit runs in :func:`torch_session`, one thread (bit-identical results
 whatever the machine's core count) with a torch generator seeded from the trial's numpy
 generator; ``device: auto`` uses a GPU when present (not bit-identical to the CPU).
@@ -46,13 +57,14 @@ from numpy.typing import NDArray
 from dpbench.data.base import TabularData
 from dpbench.methods.base import Method
 from dpbench.methods.marginals.noise import noise_is_off
-from dpbench.methods.outputs import QueryAnswers
+from dpbench.methods.outputs import QueryAnswers, SyntheticTable
 from dpbench.methods.query_release.queries import (
     QuerySet,
     workload_answers,
     workload_queries,
 )
 from dpbench.methods.query_release.template import AdaptiveBudget
+from dpbench.methods.records import post_seed, sample_blocks, synthetic_table
 
 #: queries answered per gather in :func:`all_answers` (B x chunk x k floats at a time)
 CHUNK = 32_768
@@ -199,10 +211,18 @@ class RelaxedMethod(Method):
     neighbours = "replace_one"
     serves = frozenset({"query_release"})
     requires = frozenset({"discrete"})
-    produces = (QueryAnswers,)
+    produces = (QueryAnswers, SyntheticTable)
 
     def queries(self, data: TabularData) -> QuerySet:
         return workload_queries(data, self.params, type(self).__name__)
+
+    def _keep_for_records(self, qs: QuerySet, data: TabularData,
+                          rng: np.random.Generator) -> None:
+        """After the fit's last draw: what ``output(SyntheticTable)`` needs besides
+        ``rows_`` (module docstring), the seed spawned without advancing ``rng``."""
+        self.attributes_, self.sizes_ = qs.attributes, qs.sizes
+        self.n_rows_, self.encoding_ = data.n, data.encoding
+        self.records_seed_ = post_seed(rng)
 
     def check_data(self, data: TabularData) -> None:
         self.queries(data)
@@ -231,6 +251,10 @@ class RelaxedMethod(Method):
     def output(self, kind: type) -> Any:
         if kind is QueryAnswers:
             return workload_answers(self.answers_, self.params)
+        if kind is SyntheticTable:
+            records = sample_blocks(self.rows_, self.attributes_, self.sizes_, self.n_rows_,
+                                    self.records_seed_)
+            return synthetic_table(records, self.encoding_, type(self).__name__)
         return super().output(kind)
 
     def info(self) -> dict[str, Any]:
