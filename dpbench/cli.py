@@ -25,11 +25,13 @@ from dpbench.data.files import DataError
 from dpbench.roots import conf_dirs
 from dpbench.runner.grid import (
     ConfigError,
+    RefusedCell,
     check_settings,
     choices,
     conf_dir,
     entries,
     expand,
+    expand_cells,
     load_entry,
     top_level_keys,
 )
@@ -145,12 +147,13 @@ def grid(cfg: DictConfig) -> list[TrialSpec]:
         raise UserError(str(exc)) from None
 
 
-def preflight(specs: Sequence[TrialSpec]) -> None:
+def preflight(specs: Sequence[TrialSpec], *, collect: bool = False) -> list[RefusedCell]:
     """Load every dataset once and build every method before any trial runs.
 
     Catches missing or corrupted data files, bad method parameters and methods that cannot
     run on a dataset (``Method.check_data``) up front, so a bad invocation changes nothing in
-    the store.
+    the store. ``collect`` (an arena): a method that cannot run on a dataset is returned as
+    a refused cell instead (the other cells run; the board lists it with its reason).
     """
     import numpy as np
 
@@ -162,6 +165,7 @@ def preflight(specs: Sequence[TrialSpec]) -> None:
 
     methods: dict[str, object] = {}
     by_data: dict[str, list[TrialSpec]] = {}
+    refused: list[RefusedCell] = []
     for s in specs:
         by_data.setdefault(f"{s.dataset}|{s.dataset_target}|"
                            f"{sorted(s.dataset_params.items())}", []).append(s)
@@ -185,8 +189,32 @@ def preflight(specs: Sequence[TrialSpec]) -> None:
             try:
                 methods[mkey(s)].check_data(split.train)
             except ValueError as exc:
-                raise UserError(f"method {s.method!r} on dataset {first.dataset!r}: "
-                                f"{exc}") from None
+                if not collect:
+                    raise UserError(f"method {s.method!r} on dataset {first.dataset!r}: "
+                                    f"{exc}") from None
+                refused.append(RefusedCell(s.dataset, s.method, " ".join(str(exc).split())))
+    return refused
+
+
+def arena_grid(cfg: DictConfig, *, data: bool = True) -> tuple[list[TrialSpec],
+                                                                 list[RefusedCell]]:
+    """The trials to run and the refused cells of an experiment: every cell the grid and
+    the data allow in an arena (the rest refused with their reasons); the whole grid, with
+    any problem a one-line error, elsewhere. ``data=False``: the grid's refusals only,
+    no dataset loaded (the methods' data checks are left out)."""
+    try:
+        specs, refused = expand_cells(cfg)
+    except (ConfigError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+    if not cfg.experiment.get("arena"):
+        if data:
+            preflight(specs)
+        return specs, refused
+    if not data:
+        return specs, refused
+    refused += preflight(specs, collect=True)
+    out = {(r.dataset, r.method) for r in refused}
+    return [s for s in specs if (s.dataset, s.method) not in out], refused
 
 
 def pending(specs: Sequence[TrialSpec], store: ResultStore) -> list[TrialSpec]:
@@ -231,11 +259,14 @@ def cmd_run(cfg: DictConfig) -> int:
     from dpbench.runner.execute import FAILED_ELSEWHERE
     from dpbench.runner.local import summary
 
-    specs = grid(cfg)
     store = store_of(cfg)
     for where in (store.trials, Path(cfg.results_dir) / "cache"):  # records, shared artifacts
         require_writable(where, cfg)
-    preflight(specs)
+    specs, refused = arena_grid(cfg)
+    if refused:
+        print(f"{len(refused)} cell(s) of the arena cannot run (the board lists each reason):")
+        for r in refused:
+            print(f"  {r.method} on {r.dataset}: {r.reason}")
     store.remove_stale_temp()
     names = trial_names(specs)
     for line in set_aside(store, store.damaged(names), names).values():
@@ -320,8 +351,16 @@ def trial_seconds(specs: Sequence[TrialSpec], store: ResultStore) -> dict[tuple,
     return out
 
 
+def runnable(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
+    """The grid's trials (and, in an arena, the cells refused by the grid or the data: an
+    arena's plan and status count only what it will run)."""
+    if cfg.experiment.get("arena"):
+        return arena_grid(cfg)
+    return grid(cfg), []
+
+
 def cmd_plan(cfg: DictConfig) -> int:
-    specs = grid(cfg)
+    specs, refused = runnable(cfg)
     store = store_of(cfg)
     total, _ = _table(specs, store)
     by_method = Counter(s.method for s in specs)
@@ -333,11 +372,14 @@ def cmd_plan(cfg: DictConfig) -> int:
     print(f"  {cfg.budget_unit}s: {', '.join(f'{e:g}' for e in eps)}; delta: {cfg.delta}; "
           f"trials per cell: {len({s.trial for s in specs})}")
     print(f"  done {total[OK]}, failed {total[FAILED]}, to do {len(specs) - total[OK]}")
+    if refused:
+        print(f"  cells that cannot run (listed on the board): "
+              f"{'; '.join(f'{r.method} on {r.dataset}' for r in refused)}")
     return 0
 
 
 def cmd_status(cfg: DictConfig, versions: bool = False) -> int:
-    specs = grid(cfg)
+    specs, _ = runnable(cfg)
     store = store_of(cfg)
     names = trial_names(specs)
     # every damaged record of the store (any experiment's) is moved aside and named here
@@ -564,7 +606,6 @@ def cmd_leaderboard(overrides: Sequence[str]) -> int:
     ``profile=``, a grid never run is built only if all its trials are stored (as
     ``figures``)."""
     from dpbench.report.leaderboard import board_from_store, write_board
-    from dpbench.runner import grid as grid_module
 
     arenas = [n for n in choices("experiment") if is_arena(n)]
     base = compose_config(list(overrides))
@@ -574,14 +615,14 @@ def cmd_leaderboard(overrides: Sequence[str]) -> int:
                         f"{', '.join(arenas) or '(none)'}")
     names = [None] if given(overrides, "experiment") else arenas
     profiles = [None] if given(overrides, "profile") else profile_order()
-    refused_cells = getattr(grid_module, "refused_cells", lambda cfg: [])
     written: list[Path] = []
     skipped: list[str] = []
     for name in names:
         for profile in profiles:
             cfg = compose_config([*overrides, *([] if name is None else [f"experiment={name}"]),
                                   *([] if profile is None else [f"profile={profile}"])])
-            specs, store = grid(cfg), store_of(cfg)
+            specs, refused = arena_grid(cfg, data=False)
+            store = store_of(cfg)
             held = sum(store.status(s.key) == OK for s in specs)
             why = "no ok trial stored" if not held else None
             if held and profile is not None and held < len(specs) \
@@ -594,10 +635,16 @@ def cmd_leaderboard(overrides: Sequence[str]) -> int:
             out = Path(cfg.results_dir) / "leaderboard" / \
                 f"{cfg.experiment.name}-{cfg.profile.name}"
             require_writable(out, cfg)
+            try:    # the cells the data refuse (the run listed them; they hold no record)
+                refused += preflight(specs, collect=True)
+            except UserError as exc:
+                print(f"note: {cfg.experiment.name}: the methods' data checks not run ({exc})")
+            out_cells = {(r.dataset, r.method) for r in refused}
+            specs = [s for s in specs if (s.dataset, s.method) not in out_cells]
             board = board_from_store(
                 specs, store, OmegaConf.to_container(cfg.experiment, resolve=True),
                 profile=cfg.profile.name, delta=cfg.delta, trials=origin_text(cfg, specs),
-                refused=refused_cells(cfg))
+                refused=refused)
             written += write_board(board, out)
     if not arenas and not given(overrides, "experiment"):
         print("no arena experiment (experiment.arena: true) under conf/experiment/")

@@ -13,8 +13,9 @@ The rules, stated on every board:
   that share a trial index (same data split and seed for every method, as the spec's
   ``data_rng`` depends on the dataset and trial only), two-sided, alpha 0.05, uncorrected
   for multiplicity; fewer than two pairs: no test;
-- the ranked methods not significantly worse than the best are tied with it (rank ``1=``);
-  the best is the *winner* only if it is significantly better than every other ranked method;
+- ranked methods are ranked by their mean (1 = best); those not significantly worse than
+  the best are tied with it (shown ``3 (=1)``, the best ``1=``); the best is the *winner*
+  only if it is significantly better than every other ranked method;
 - per epsilon, each method's mean rank over the datasets where it was ranked, and per
   (epsilon, dataset) the quality / fit-time Pareto front (references left out).
 
@@ -44,7 +45,7 @@ import pandas as pd
 from scipy import stats
 
 from dpbench.report.frame import mean_se, method_name
-from dpbench.report.privacy import RELATION_TEXT
+from dpbench.report.privacy import RELATION_TEXT, stated_relation
 from dpbench.report.render import latex_table, markdown_table, sig_cell
 from dpbench.roots import REPO
 from dpbench.runner.spec import TrialSpec
@@ -229,12 +230,13 @@ def commit() -> str:
 
 
 def relation_alerts(frame: pd.DataFrame, relation: str) -> list[str]:
-    """One sentence per private method whose trials record another neighbouring relation
-    than the arena's."""
+    """One sentence per private method whose trials state their guarantee for another
+    neighbouring relation than the arena's (``stated_relation``: a cell converted by group
+    privacy states the arena's)."""
     if frame.empty or "privacy.neighbours" not in frame or "privacy.private" not in frame:
         return []
     private = frame[frame["privacy.private"].fillna(False).astype(bool)]
-    recorded = private["privacy.neighbours"].fillna("not recorded").astype(str)
+    recorded = stated_relation(private)
     other = private.assign(recorded=recorded)[recorded != relation]
     return [f"RELATION: {label}'s trials record {', '.join(sorted(part['recorded'].unique()))}, "
             f"not the arena's {RELATION_TEXT.get(relation, relation)}"
@@ -361,12 +363,10 @@ def rank_table(rows: Sequence[Row], trials: Mapping[str, Mapping[int, float]],
             out[r.method] = with_note(out[r.method],
                                       f"does not beat baseline {bar.method_label}")
     tied = [m for m in ids if out[m].vs_best != WORSE]
-    rest = sorted((m for m in ids if m not in tied), key=lambda m: (
-        -out[m].mean if rules.higher_is_better else out[m].mean))
-    for m in tied:
-        out[m] = replace(out[m], ranked=True, rank=1, tied=len(tied) > 1)
-    for i, m in enumerate(rest):
-        out[m] = replace(out[m], ranked=True, rank=len(tied) + 1 + i)
+    by_mean = sorted(ids, key=lambda m: -out[m].mean if rules.higher_is_better
+                     else out[m].mean)
+    for i, m in enumerate(by_mean):
+        out[m] = replace(out[m], ranked=True, rank=i + 1, tied=m in tied and len(tied) > 1)
     winner = best.method if best is not None and len(tied) == 1 else None
     if winner:
         out[winner] = replace(out[winner], winner=True)
@@ -455,7 +455,7 @@ def board_from_store(specs: Sequence[TrialSpec], store: ResultStore,
     the grid ``specs`` of ``profile``, its ``delta`` rule, ``trials`` (e.g. ``smoke profile,
     2 trials per cell``) and the cells the arena refuses."""
     from dpbench.report.frame import results_frame
-    from dpbench.report.privacy import alerts
+    from dpbench.report.privacy import alerts, group_note
     from dpbench.tasks import TASKS
 
     name, task = str(experiment["name"]), TASKS[str(experiment["task"])]
@@ -468,7 +468,8 @@ def board_from_store(specs: Sequence[TrialSpec], store: ResultStore,
     header = Header(name, task.name, rules.metric, rules.higher_is_better, relation, str(delta),
                     profile, trials, test_text(rules.alpha), commit(), unit,
                     list(rules.baselines), list(rules.references), versions(specs, store),
-                    [*alerts(frame), *relation_alerts(frame, relation)])
+                    [*alerts(frame), *relation_alerts(frame, relation),
+                     *filter(None, [group_note(frame)])])
     return build_board(frame, cell_facts(specs, store, refused), rules, header)
 
 
@@ -481,10 +482,13 @@ def fmt(x: float | None, digits: int = 3) -> str:
 
 
 def rank_text(r: Row) -> str:
-    """``1=`` for a tie, ``1 (winner)``, ``3``, or ``—`` when unranked."""
+    """``1=`` for the best of a tie, ``3 (=1)`` for a method tied with it, ``1 (winner)``,
+    ``3``, or ``—`` when unranked."""
     if not r.ranked:
         return "—"
-    return f"{r.rank}{'=' if r.tied else ''}{' (winner)' if r.winner else ''}"
+    if r.tied:
+        return "1=" if r.rank == 1 else f"{r.rank} (=1)"
+    return f"{r.rank}{' (winner)' if r.winner else ''}"
 
 
 def comparison_text(r: Row) -> str:

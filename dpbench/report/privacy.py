@@ -20,6 +20,27 @@ import pandas as pd
 RELATION_TEXT = {"add_remove": "add/remove one record", "replace_one": "replace one record"}
 
 
+def stated_relation(frame: pd.DataFrame) -> pd.Series:
+    """The relation each trial's (epsilon, delta) is stated for: the cell's
+    (``privacy.relation``, set where the method's own guarantee was converted by group
+    privacy) or else the method's own (``privacy.neighbours``)."""
+    own = frame.get("privacy.neighbours", pd.Series("not recorded", index=frame.index))
+    cell = frame.get("privacy.relation", pd.Series(None, index=frame.index, dtype=object))
+    return cell.where(cell.notna(), own).fillna("not recorded").astype(str)
+
+
+def group_note(frame: pd.DataFrame) -> str | None:
+    """Which methods' cells hold by group privacy from their own relation, or None."""
+    if "privacy.group_k" not in frame:
+        return None
+    conv = frame[frame["privacy.group_k"].fillna(1) > 1]
+    if conv.empty:
+        return None
+    names = sorted({str(x) for x in _family(conv)})
+    return (f"by group privacy (k = 2) from their add/remove analysis: {', '.join(names)} "
+            "(run at the budget whose group guarantee is the cell's)")
+
+
 def neighbours_note(frame: pd.DataFrame) -> str | None:
     """``neighbouring relation: add/remove one record (every private method)``, or one
     clause per relation naming its methods; None without private trials."""
@@ -28,16 +49,18 @@ def neighbours_note(frame: pd.DataFrame) -> str | None:
     private = frame[frame["privacy.private"].fillna(False).astype(bool)]
     if private.empty:
         return None
-    rel = private.get("privacy.neighbours", pd.Series("not recorded", index=private.index))
+    rel = stated_relation(private)
     by: dict[str, list[str]] = {}
-    for label, r in zip(_family(private), rel.fillna("not recorded"), strict=True):
+    for label, r in zip(_family(private), rel, strict=True):
         names = by.setdefault(RELATION_TEXT.get(str(r), str(r)), [])
         if label not in names:
             names.append(str(label))
+    group = group_note(private)
+    tail = f"; {group}" if group else ""
     if len(by) == 1:
-        return f"neighbouring relation: {next(iter(by))} (every private method)"
+        return f"neighbouring relation: {next(iter(by))} (every private method){tail}"
     return "neighbouring relations: " + "; ".join(
-        f"{r} ({', '.join(sorted(ms))})" for r, ms in sorted(by.items()))
+        f"{r} ({', '.join(sorted(ms))})" for r, ms in sorted(by.items())) + tail
 
 
 UNIT_TEXT = {"mu": "mu-GDP", "rho": "rho-zCDP"}

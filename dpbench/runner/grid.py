@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -450,8 +450,7 @@ def expand_cells(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
     return specs, refused
 
 
-@dataclass(frozen=True)
-class RefusedCell:
+class RefusedCell(NamedTuple):
     """An arena cell that cannot run, and why (shown on the board, never a crash)."""
 
     dataset: str

@@ -119,8 +119,11 @@ def test_a_clearly_better_method_wins(board) -> None:
 
 def test_methods_with_identical_trials_are_tied_and_neither_wins(board) -> None:
     rows = rows_of(board[0], "d2")
+    # identical means: ranks 1 and 2 by the order of equal means, both tied, neither wins
+    assert {rows["twin_a"].rank, rows["twin_b"].rank} == {1, 2}
     for m in ("twin_a", "twin_b"):
-        assert rows[m].rank == 1 and rows[m].tied and not rows[m].winner
+        assert rows[m].tied and not rows[m].winner
+    assert {lb.rank_text(rows[m]) for m in ("twin_a", "twin_b")} == {"1=", "2 (=1)"}
     assert {rows["twin_a"].vs_best, rows["twin_b"].vs_best} == {lb.BEST, lb.NOT_SIGNIFICANT}
     assert next(t for t in board[0].tables if t.dataset == "d2").winner is None
     assert rows["good"].rank == 3 and not rows["good"].tied

@@ -1,0 +1,139 @@
+"""One neighbouring relation per arena: the group-privacy conversion (privacy/relations.py),
+checked against independent computations, and the grid's and runner's use of it.
+
+The independent side shares no code with dpbench's conversions: zCDP -> (eps, delta) is the
+CKS'20 bound minimised in mpmath and GDP -> (eps, delta) the exact trade-off solved in
+mpmath (``independent_accountant``); (eps, delta) group privacy is written out by hand.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from independent_accountant import cks_epsilon, gdp_epsilon, zcdp_rho
+
+from dpbench.cli import compose_config
+from dpbench.privacy import draws
+from dpbench.privacy.accountant import Accountant
+from dpbench.privacy.relations import group_guarantee, group_size, native_target
+from dpbench.runner.execute import execute
+from dpbench.runner.grid import expand_cells
+
+#: a ledger may land this far above an exactly spent target (accountant.BUDGET_REL_TOL)
+TOL = 1e-9
+#: the whole native budget spent must give the cell's epsilon to this precision (tight)
+TIGHT = 1e-6
+
+
+def test_group_sizes() -> None:
+    assert group_size("add_remove", "add_remove") == 1
+    assert group_size("replace_one", "replace_one") == 1
+    assert group_size("add_remove", "replace_one") == 2      # replace = remove + add
+    assert group_size("replace_one", "add_remove") is None   # n public: implies nothing
+    with pytest.raises(ValueError, match="valid: add_remove, replace_one"):
+        group_size("swap", "add_remove")
+
+
+def _spend_all(ledger: Accountant) -> None:
+    if ledger.currency == "zcdp":
+        ledger.charge_rho(ledger.rho_total, "all")
+    elif ledger.currency == "gdp":
+        ledger.charge_mu(ledger.mu_total, "all")
+    elif ledger.currency == "approx":
+        ledger.charge_eps_delta(ledger.epsilon, ledger.delta, "all")
+    else:
+        ledger.charge_pure(ledger.epsilon, "all")
+
+
+@pytest.mark.parametrize("currency", ["zcdp", "gdp", "approx", "pure"])
+@pytest.mark.parametrize("eps,delta", [(0.1, 1e-8), (1.0, 1e-5), (4.0, 1e-6)])
+def test_native_budget_spent_in_full_is_the_cell_under_replace_one(currency: str, eps: float,
+                                                                   delta: float) -> None:
+    ledger = Accountant(*native_target(eps, delta, currency, 2), currency=currency)
+    _spend_all(ledger)
+    s = ledger.summary()
+    # independent: group privacy for k = 2 of what the ledger spent
+    if currency == "zcdp":
+        want = cks_epsilon(4 * s["rho_spent"], delta), delta
+    elif currency == "gdp":
+        want = gdp_epsilon(2 * s["mu_spent"], delta), delta
+    else:   # (e, d)-DP for groups of 2: (2e, d (1 + e^e)); pure: d = 0
+        e, d = s["spent_epsilon"], s["spent_delta"]
+        want = 2 * e, d * (1 + math.exp(e))
+    assert want[0] <= eps * (1 + TOL) and want[1] <= delta * (1 + TOL), want
+    assert want[0] >= eps * (1 - TIGHT), (want, eps)       # the cell's budget, not less
+    got = group_guarantee(s, 2)
+    assert got[0] == pytest.approx(want[0], rel=TIGHT) and got[1] == pytest.approx(
+        want[1], rel=TIGHT, abs=1e-300)
+
+
+def test_same_relation_is_the_identity() -> None:
+    for currency in ("zcdp", "gdp", "approx", "pure"):
+        assert native_target(1.0, 1e-5, currency, 1) == (1.0, 1e-5)
+
+
+def _arena(name: str, *overrides: str):
+    return compose_config([f"experiment={name}", "profile=smoke", *overrides])
+
+
+def test_arena_states_one_relation_and_keeps_shared_cells() -> None:
+    specs, refused = expand_cells(_arena("arena_synthetic"))
+    assert not refused
+    by_method = {s.method: s for s in specs}
+    # native replace-one generators: the paper's own trial (no relation in the key)
+    assert by_method["mwem"].relation is None and "relation" not in by_method["mwem"].identity()
+    # add/remove AIM: converted, and the key says so
+    assert by_method["aim_tstr"].relation == "replace_one"
+    assert by_method["aim_tstr"].identity()["relation"] == "replace_one"
+    assert all(s.meta["relation"] == "replace_one" for s in specs)
+
+
+def test_replace_one_methods_are_refused_under_add_remove() -> None:
+    specs, refused = expand_cells(_arena("arena_synthetic", "experiment.relation=add_remove"))
+    why = {r.method: r.reason for r in refused}
+    assert {"mwem", "pep", "dualquery", "uniform"} <= set(why)
+    assert "implies none under add_remove" in why["mwem"]
+    assert {s.method for s in specs} >= {"aim_tstr", "independent"}   # add/remove natively
+    assert all(s.relation is None for s in specs)
+
+
+def test_an_unknown_relation_is_one_line() -> None:
+    with pytest.raises(ValueError, match="relation='swap' unknown; valid: add_remove"):
+        expand_cells(_arena("arena_synthetic", "experiment.relation=swap"))
+
+
+@pytest.mark.parametrize("arena,method,dataset", [
+    ("arena_regression", "mean", "synthetic_linear"),          # zCDP, add/remove
+    ("arena_regression", "ssp", "synthetic_linear"),
+    ("arena_classification", "majority", "mpdp_heart"),         # pure, add/remove
+    ("arena_classification", "objpert", "mpdp_heart"),          # approx, add/remove
+])
+def test_converted_trials_spend_at_most_the_cell_by_their_draws(arena: str, method: str,
+                                                                  dataset: str) -> None:
+    """End to end: a converted cell's noise draws, priced independently under the method's
+    own relation and taken to replace-one by group privacy, are within the cell's budget,
+    and the record states the relation and the same guarantee."""
+    from independent_accountant import approx_epsilon, gdp_mu
+
+    spec = next(s for s in expand_cells(_arena(arena))[0]
+                if s.method == method and s.dataset == dataset)
+    assert spec.relation == "replace_one"
+    with draws.recording() as trace:
+        rec = execute(spec)
+    assert rec["status"] == "ok", rec.get("error")
+    p = rec["privacy"]
+    eps, delta = p["cell_epsilon"], p["cell_delta"]
+    assert p["relation"] == "replace_one" and p["group_k"] == 2
+    assert trace and all(d.relation == "add_remove" for d in trace)
+    if p["currency"] == "zcdp":
+        indep = cks_epsilon(4 * zcdp_rho(trace), delta), delta
+    elif p["currency"] == "gdp":
+        indep = gdp_epsilon(2 * gdp_mu(trace), delta), delta
+    else:
+        e, d = approx_epsilon(trace, p["target_delta"])
+        indep = 2 * e, d * (1 + math.exp(e))
+    assert indep[0] <= eps * (1 + TOL) and indep[1] <= delta * (1 + TOL), (indep, eps, delta)
+    assert p["relation_epsilon"] == pytest.approx(indep[0], rel=1e-6)
+    assert np.isclose(p["relation_delta"], indep[1], rtol=1e-6, atol=0)
