@@ -538,7 +538,9 @@ def dataset_method_params(exp: Any, listed: list[Any], kept: list[Any],
     """``method_params_by_dataset: {dataset: {method: {param: value or [values]}}}`` per
     dataset name, checked: every dataset and method is in the grid and every parameter is
     one the method's class takes (a setting tuned per dataset, e.g. a step size, or a
-    per-dataset sweep, e.g. an ensemble size that must fit the data)."""
+    per-dataset sweep, e.g. an ensemble size that must fit the data). A method the grid
+    does not hold (``methods=`` narrowed it away) is skipped; a name that is no method
+    yaml at all is an error."""
     from dpbench.runner.execute import import_object
 
     by = _by_dataset(exp, "method_params_by_dataset", listed)
@@ -546,10 +548,13 @@ def dataset_method_params(exp: Any, listed: list[Any], kept: list[Any],
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for dname in map(entry_name, listed):
         per = {str(k): dict(v or {}) for k, v in dict(by.get(dname) or {}).items()}
-        for mname, params in per.items():
+        for mname, params in list(per.items()):
+            if mname not in entries and mname in choices("method"):
+                del per[mname]      # a method the grid was narrowed away from: unused
+                continue
             if mname not in entries:
                 raise ConfigError(f"method_params_by_dataset.{dname} names method {mname!r}, "
-                                  f"which is not among the experiment's methods; valid: "
+                                  f"which is not a method; the experiment's methods: "
                                   f"{', '.join(entries)}")
             valid = _param_names(import_object(entries[mname]["_target_"]))
             bad = sorted(set(params) - valid) if valid is not None else []

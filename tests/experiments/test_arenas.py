@@ -1,0 +1,76 @@
+"""Each arena runs end to end on its smoke profile (narrowed to cheap methods) and
+``dpbench leaderboard`` writes its board: every method of the grid is on it, the refused
+cells with their reasons, and the numbers equal a recomputation from the stored trials.
+
+The narrowed method lists keep one method per kind of cell an arena holds: a native
+add/remove method (converted to replace-one by group privacy), a native replace-one
+method, a generator scored through its records, a baseline, the non-private reference and
+a method the data refuse (the full-domain histogram of MWEM).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpbench.cli import arena_grid, compose_config, is_arena, main
+from dpbench.runner.grid import choices
+from dpbench.runner.store import OK, ResultStore
+
+ARENAS = [e for e in choices("experiment") if is_arena(e)]
+NARROW = {
+    "arena_regression": "methods=[ssp,binagg_sqrtd,mst_synth,mwem,mean,independent,original]",
+    "arena_classification": "methods=[objpert,mst_synth,mwem,pate_public,majority,uniform,"
+                            "nondp_logistic]",
+    "arena_synthetic": "methods=[mst_synth,mwem,uniform,independent,original]",
+}
+
+
+def test_three_arenas_exist_and_each_is_narrowed() -> None:
+    assert set(ARENAS) == set(NARROW)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arena", ARENAS)
+def test_arena_runs_and_its_board_matches_the_store(arena: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    results = tmp_path / "results"
+    common = [f"experiment={arena}", "profile=smoke", f"results_dir={results}", NARROW[arena]]
+    assert main(["run", *common, "runner.progress=false", "runner.n_jobs=1"]) == 0
+    run_out = capsys.readouterr().out
+    specs, refused = arena_grid(compose_config(common))
+    store = ResultStore(results / "store")
+    assert all(store.status(s.key) == OK for s in specs)      # every runnable cell ran
+    assert all(f"{r.method} on {r.dataset}" in run_out for r in refused)
+    assert refused or arena == "arena_synthetic"   # MWEM fits ADULT (reduced)
+    assert main(["leaderboard", *common]) == 0
+    board = json.loads((results / "leaderboard" / f"{arena}-smoke" / "board.json").read_text())
+    assert board["header"]["relation"] == "replace_one"
+    rows = [(t, r) for t in board["tables"] for r in t["rows"]]
+    on_board = {r["method"] for _, r in rows}
+    assert {s.method for s in specs} | {r.method for r in refused} <= on_board
+    for r in refused:
+        row = next(r2 for t, r2 in rows if r2["method"] == r.method
+                   and t["dataset"] == r.dataset)
+        assert row["status"] == "refused" and r.reason in row["note"]
+    # the board's means are the stored trials' means
+    metric = board["header"]["metric"]
+    for t, row in rows:
+        if row["mean"] is None:
+            continue
+        values = [store.get(s.key)["metrics"][metric] for s in specs
+                  if s.method == row["method"] and s.dataset == t["dataset"]
+                  and s.epsilon == t["epsilon"]]
+        assert row["mean"] == pytest.approx(float(np.mean(values)), rel=1e-12)
+    # converted cells state the arena's relation and a guarantee within the cell
+    for s in specs:
+        p = store.get(s.key)["privacy"]
+        if s.relation is not None:
+            assert p["relation"] == "replace_one" and p["relation_epsilon"] <= \
+                p["cell_epsilon"] * (1 + 1e-9)
+        elif p["private"]:
+            assert p["neighbours"] == "replace_one"
