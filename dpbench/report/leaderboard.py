@@ -456,12 +456,16 @@ def board_from_store(specs: Sequence[TrialSpec], store: ResultStore,
     2 trials per cell``) and the cells the arena refuses."""
     from dpbench.report.frame import results_frame
     from dpbench.report.privacy import alerts, group_note
+    from dpbench.runner.grid import arena_roles
     from dpbench.tasks import TASKS
 
     name, task = str(experiment["name"]), TASKS[str(experiment["task"])]
+    roles = arena_roles()       # the method yamls' own roles, unless the experiment lists
     rules = Rules(task.primary, task.higher_is_better,
-                  tuple(experiment.get("baselines") or ()),
-                  tuple(experiment.get("references") or ()))
+                  tuple(experiment.get("baselines")
+                        or [m for m, r in roles.items() if r == "baseline"]),
+                  tuple(experiment.get("references")
+                        or [m for m, r in roles.items() if r == "reference"]))
     relation = str(experiment.get("relation") or "not stated")
     frame = results_frame(specs, store, name)
     unit = specs[0].budget_unit if specs else "epsilon"

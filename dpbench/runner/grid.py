@@ -378,7 +378,7 @@ def expand_cells(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
     task = exp.task
     if task not in TASKS:
         raise ConfigError(f"unknown task {task!r}; valid: {', '.join(sorted(TASKS))}")
-    listed = _as_list(_get(cfg, "datasets"), "datasets")
+    listed = axis_list(cfg, "datasets")
     kept = profile_datasets(cfg)
     task_params = dataset_task_params(exp, listed, kept)
     try:
@@ -483,6 +483,70 @@ def relation_problem(entry: Mapping[str, Any], params: Mapping[str, Any],
     return None, (relation if k > 1 else None)
 
 
+#: what a method yaml's ``arena:`` key may say: the role it plays on every arena board
+ARENA_ROLES = ("method", "baseline", "reference")
+#: the value of an arena experiment's ``datasets`` / ``methods`` that means "every member"
+ARENA_AXIS = "arena"
+
+
+def axis_list(cfg: DictConfig, axis: str) -> list[Any]:
+    """The experiment's ``datasets`` or ``methods`` list; ``arena`` stands for every yaml
+    of the group that joins arenas and serves the experiment's task (:func:`arena_members`),
+    so a new method or dataset joins every arena it can serve without an arena changed."""
+    value = _get(cfg, axis)
+    if value == ARENA_AXIS or value == [ARENA_AXIS]:
+        return arena_members(axis[:-1], str(cfg.experiment.task))
+    return _as_list(value, axis)
+
+
+def arena_role(group: str, name: str) -> str | None:
+    """A method yaml's arena role (``arena: method | baseline | reference``), a dataset
+    yaml's ``arena: true`` as ``method``; None: not an arena member. The key is the yaml's
+    own, never inherited through ``base:`` (a variant of an arena method is not one)."""
+    role = OmegaConf.load(entries(group)[name]).get("arena")
+    if role is None or role is False:
+        return None
+    if role is True:
+        return "method"
+    if role not in ARENA_ROLES:
+        raise ConfigError(f"{name!r}: arena={role!r} unknown; valid: "
+                          f"{', '.join(ARENA_ROLES)} (or true for a dataset)")
+    return str(role)
+
+
+def arena_members(group: str, task: str) -> list[str]:
+    """Every ``dataset`` / ``method`` yaml with an ``arena:`` role that serves ``task`` (a
+    dataset listing it among its tasks; a method whose class scores it,
+    ``Method.tasks_scored``), in name order."""
+    from dpbench.runner.execute import import_object
+
+    out = []
+    for name in choices(group):
+        if arena_role(group, name) is None:
+            continue
+        entry = load_entry(group, name)
+        if group == "dataset":
+            if task in (entry.get("tasks") or []):
+                out.append(name)
+            continue
+        cls = import_object(entry["_target_"])
+        if task in cls.tasks_scored(_merged_params(entry, "paper")):
+            out.append(name)
+    if not out:
+        raise ConfigError(f"no {group} yaml joins arenas (arena: ...) for task {task!r}")
+    return out
+
+
+def arena_roles() -> dict[str, str]:
+    """Method yaml name -> its arena role, for every method yaml that has one."""
+    out = {}
+    for name in choices("method"):
+        role = arena_role("method", name)
+        if role is not None:
+            out[name] = role
+    return out
+
+
 def entry_name(item: Any) -> str:
     """The yaml name of a grid list item: ``name`` or a per-entry sweep ``{name: {...}}``."""
     return str(next(iter(item))) if isinstance(item, Mapping) else str(item)
@@ -493,7 +557,7 @@ def profile_subset(cfg: DictConfig, axis: str) -> list[Any]:
     the profile's ``axis`` names when it names some (e.g. a smoke profile keeping the two
     smallest datasets, or a default profile leaving out methods too slow for one machine);
     a list given on the command line is narrowed the same way, and must keep at least one."""
-    listed = _as_list(_get(cfg, axis), axis)
+    listed = axis_list(cfg, axis)
     keep = cfg.profile.get(axis)
     if keep is None:
         return listed
