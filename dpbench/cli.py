@@ -1,4 +1,4 @@
-"""The ``dpbench`` command: run / plan / status / figures / compact / leaderboard.
+"""The ``dpbench`` command: run / plan / status / figures / compact / leaderboard / list.
 
 Every subcommand takes Hydra overrides (``experiment=linreg_adult profile=smoke
 epsilons=[0.1,1] trials=3 runner.n_jobs=2``). Configs are composed with Hydra's
@@ -673,8 +673,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                        ("status", "done / failed / pending per dataset, method and epsilon"),
                        ("figures", "build every figure and table from stored results"),
                        ("compact", "write the store as one parquet file"),
-                       ("leaderboard", "build the boards of the arena experiments")]:
+                       ("leaderboard", "build the boards of the arena experiments"),
+                       ("list", "experiments, methods and datasets, with what each serves")]:
         p = sub.add_parser(name, help=text)
+        if name == "list":
+            p.add_argument("what", nargs="*", default=["experiments", "methods", "datasets"],
+                           help="experiments, methods and/or datasets (default: all three)")
+            continue
         p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. experiment=linreg_adult")
         if name == "status":
             p.add_argument("--versions", action="store_true",
@@ -685,6 +690,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_figures(args.overrides)
         if args.command == "leaderboard":
             return cmd_leaderboard(args.overrides)
+        if args.command == "list":
+            return cmd_list(args.what)
         cfg = compose_config(args.overrides)
         if args.command == "compact":
             print(store_of(cfg).compact())
@@ -709,6 +716,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("dpbench: terminated (SIGTERM); workers stopped, finished trials are stored, "
               "rerun to resume", file=sys.stderr)
         return 128 + 15
+
+
+def cmd_list(groups: Sequence[str]) -> int:
+    """Print each group (dpbench/catalog.py): one line per entry, its facts after its name
+    (plain lines, readable at any terminal width and by grep)."""
+    from dpbench import catalog
+
+    try:
+        tables = [(g, catalog.listing(g)) for g in groups]
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    for group, rows in tables:
+        print(f"{group} ({len(rows)}):")
+        width = max(len(next(iter(r.values()))) for r in rows)
+        for row in rows:
+            name, *facts = row.items()
+            print(f"  {name[1]:<{width}}  " + "; ".join(f"{k}: {v}" for k, v in facts))
+    return 0
 
 
 def _cfg_yaml(cfg: DictConfig) -> str:  # pragma: no cover - debugging aid

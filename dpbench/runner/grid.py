@@ -576,15 +576,18 @@ def profile_datasets(cfg: DictConfig) -> list[Any]:
 
 
 def _by_dataset(exp: Any, key: str, listed: list[Any]) -> dict[str, Any]:
-    """The experiment's ``key: {dataset: ...}`` map, every dataset among those listed (a
-    profile may run fewer)."""
+    """The experiment's ``key: {dataset: ...}`` map for the datasets listed (a profile may
+    run fewer; a ``datasets=`` override may leave some out); a name that is no dataset
+    yaml is an error."""
     names = [entry_name(d) for d in listed]
     by = dict(_get(exp, key) or {})
-    stray = sorted(set(by) - set(names))
+    known = set(choices("dataset"))
+    stray = sorted(set(by) - set(names) - known)
     if stray:
-        raise ConfigError(f"{key} names {stray[0]!r}, which is not among the "
-                          f"experiment's datasets; valid: {', '.join(names)}")
-    return by
+        raise ConfigError(f"{key} names {stray[0]!r}, which is not a dataset; the "
+                          f"experiment's datasets: {', '.join(names)}")
+    # a dataset the grid was narrowed away from (datasets=...): its settings are unused
+    return {k: v for k, v in by.items() if k in names}
 
 
 def dataset_task_params(exp: Any, listed: list[Any], kept: list[Any]

@@ -1,0 +1,80 @@
+"""``dpbench list``: every experiment, method and dataset, with what each serves.
+
+Read from the yamls and the method classes' declared contracts (``Method.tasks_scored``,
+``requires``, ``produces``, ``neighbours``, ``accounting``) and the datasets' ``tasks`` and
+``provides``: the same facts the grid checks, so the list is what ``plan`` would accept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpbench.runner.grid import (
+    _merged_params,
+    arena_role,
+    choices,
+    dataset_provides,
+    load_entry,
+)
+
+GROUPS = ("experiments", "methods", "datasets")
+
+
+def experiments() -> list[dict[str, str]]:
+    """Name, paper (or ``arena``), task and datasets / methods of each experiment."""
+    out = []
+    for name in choices("experiment"):
+        entry = load_entry("experiment", name)
+        exp = entry.get("experiment") or {}
+        out.append({"experiment": name,
+                     "paper": "arena" if exp.get("arena") else str(exp.get("paper") or ""),
+                     "task": str(exp.get("task", "")),
+                     "datasets": _axis(entry.get("datasets")),
+                     "methods": _axis(entry.get("methods"))})
+    return out
+
+
+def _axis(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(next(iter(v))) if isinstance(v, dict) else str(v) for v in value)
+    return str(value)
+
+
+def methods() -> list[dict[str, str]]:
+    """Each method yaml: label, tasks it can be scored by, data it needs, outputs, privacy
+    (currency, relation, private or not) and arena role."""
+    from dpbench.runner.execute import import_object
+
+    out = []
+    for name in choices("method"):
+        entry = load_entry("method", name)
+        cls = import_object(entry["_target_"])
+        params = _merged_params(entry, "paper")
+        out.append({"method": name, "label": str(entry.get("label", name)),
+                    "serves": ", ".join(sorted(cls.tasks_scored(params))),
+                    "needs": ", ".join(sorted(cls.data_required(params))) or "-",
+                    "produces": ", ".join(k.__name__ for k in cls.produces),
+                    "privacy": (f"{cls.accounting}, {cls.neighbours}" if cls.private
+                                else "non-private"),
+                    "arena": arena_role("method", name) or "-"})
+    return out
+
+
+def datasets() -> list[dict[str, str]]:
+    """Each dataset yaml: label, tasks, capabilities and whether it joins arenas."""
+    out = []
+    for name in choices("dataset"):
+        entry = load_entry("dataset", name)
+        tasks = entry.get("tasks") or []
+        out.append({"dataset": name, "label": str(entry.get("label", name)),
+                    "tasks": ", ".join(tasks),
+                    "provides": ", ".join(sorted(dataset_provides(entry))) or "-",
+                    "arena": "yes" if arena_role("dataset", name) else "-"})
+    return out
+
+
+def listing(group: str) -> list[dict[str, str]]:
+    """The rows of one group (:data:`GROUPS`); a one-line ValueError for another name."""
+    if group not in GROUPS:
+        raise ValueError(f"unknown list {group!r}; valid: {', '.join(GROUPS)}")
+    return {"experiments": experiments, "methods": methods, "datasets": datasets}[group]()
