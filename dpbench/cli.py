@@ -36,7 +36,7 @@ from dpbench.runner.grid import (
     top_level_keys,
 )
 from dpbench.runner.local import Terminated
-from dpbench.runner.spec import TrialSpec
+from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import CORRUPT, FAILED, OK, Damage, ResultStore
 
 
@@ -450,10 +450,43 @@ def quarantine_lines(store: ResultStore, names: dict[str, str],
     return out
 
 
+#: the grid settings whose override on the command line makes a run ad hoc
+GRID_KEYS = ("datasets", "methods", "epsilons", "delta", "trials", "budget_unit",
+             "dataset_sweep", "method_sweep")
+
+
+def custom_grid(cfg: DictConfig) -> dict[str, object]:
+    """The grid settings (:data:`GRID_KEYS`, ``experiment.task_params``) in which the
+    composed config differs from its experiment yaml (with conf/config.yaml's defaults):
+    empty for the experiment as written."""
+    entry = load_entry("experiment", str(cfg.experiment.name))
+    root = OmegaConf.to_container(OmegaConf.load(conf_dir() / "config.yaml"), resolve=True)
+    out: dict[str, object] = {}
+    for key in GRID_KEYS:
+        want = entry.get(key, root.get(key))
+        got = OmegaConf.to_container(cfg[key]) if OmegaConf.is_config(cfg[key]) else cfg[key]
+        if got != want:
+            out[key] = got
+    tp = cfg.experiment.get("task_params")
+    tp = OmegaConf.to_container(tp) if OmegaConf.is_config(tp) else tp
+    if tp != (entry.get("experiment") or {}).get("task_params"):
+        out["task_params"] = tp
+    return out
+
+
 def figure_dir(cfg: DictConfig) -> Path:
-    base = Path(cfg.results_dir) / "figures"
+    """``<results_dir>/figures/<experiment>[-<profile>]``, and ``-custom-<hash>`` after it
+    for a grid narrowed or changed on the command line (:func:`custom_grid`), so an ad-hoc
+    run never overwrites the folder of the experiment as written (a paper's figures)."""
     name = cfg.experiment.name
-    return base / (name if cfg.profile.name == "default" else f"{name}-{cfg.profile.name}")
+    folder = name if cfg.profile.name == "default" else f"{name}-{cfg.profile.name}"
+    return Path(cfg.results_dir) / "figures" / (folder + custom_suffix(cfg))
+
+
+def custom_suffix(cfg: DictConfig) -> str:
+    """``-custom-<hash of the changed settings>`` for an ad-hoc grid, else empty."""
+    custom = custom_grid(cfg)
+    return f"-custom-{digest(custom)[:8]}" if custom else ""
 
 
 def figure_specs(cfg: DictConfig) -> list[dict]:
@@ -633,7 +666,7 @@ def cmd_leaderboard(overrides: Sequence[str]) -> int:
                 skipped.append(f"{cfg.experiment.name} ({cfg.profile.name}): {why}")
                 continue
             out = Path(cfg.results_dir) / "leaderboard" / \
-                f"{cfg.experiment.name}-{cfg.profile.name}"
+                f"{cfg.experiment.name}-{cfg.profile.name}{custom_suffix(cfg)}"
             require_writable(out, cfg)
             try:    # the cells the data refuse (the run listed them; they hold no record)
                 refused += preflight(specs, collect=True)

@@ -48,3 +48,11 @@ def run_cli(*args: str, env: dict[str, str | None] | None = None,
 @pytest.fixture
 def results(tmp_path: Path) -> Path:
     return tmp_path / "results"
+
+
+def figure_folder(*overrides: str) -> Path:
+    """Where ``dpbench figures <overrides>`` writes (an ad-hoc grid gets its own
+    ``-custom-<hash>`` folder, dpbench.cli.figure_dir)."""
+    from dpbench.cli import compose_config, figure_dir
+
+    return figure_dir(compose_config([o for o in overrides if not o.startswith("runner.")]))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import run_cli
+from conftest import figure_folder, run_cli
 
 from dpbench.methods.base import NEIGHBOUR_RELATIONS
 from dpbench.privacy import conversions
@@ -83,7 +83,8 @@ def test_an_empty_store_says_which_profiles_it_looked_in(tmp_path: Path) -> None
 
 def test_every_output_states_profile_trials_and_caveat(smoke_store: Path) -> None:
     run_cli("figures", *SMOKE, f"results_dir={smoke_store}", check=True)
-    out = smoke_store / "figures" / "linreg_adult-smoke"
+    out = figure_folder(*SMOKE, f"results_dir={smoke_store}")
+    assert out.name.startswith("linreg_adult-smoke-custom-")   # methods= narrowed: ad hoc
     origin = "smoke profile, 2 trials per cell"
     for name in ("mse_vs_eps.md", "mse_vs_eps.tex", "claims.md"):
         text = (out / name).read_text()
@@ -154,7 +155,7 @@ def test_an_understated_spend_is_said_wherever_its_numbers_appear(tmp_path: Path
     status = run_cli("status", *grid, check=True).stdout
     assert alert in status
     run_cli("figures", *grid, check=True)
-    out = results / "figures" / "binagg_real-smoke"
+    out = figure_folder(*grid)
     written = [p for p in out.iterdir() if p.suffix in (".md", ".tex")]
     assert written and all(alert.removeprefix("PRIVACY: ") in p.read_text() for p in written)
 

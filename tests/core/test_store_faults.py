@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import REPO, dpbench_cmd, run_cli, stored_records
+from conftest import REPO, dpbench_cmd, figure_folder, run_cli, stored_records
 
 from dpbench.runner.execute import COMPUTE_LOG_ENV, HOLD_ENV
 from dpbench.runner.store import ResultStore
@@ -160,7 +160,7 @@ def test_figures_mark_a_cell_missing_a_trial(clean: Path, tmp_path: Path) -> Non
     path.unlink()  # a trial never stored (lost, failed or quarantined: the same to figures)
     proc = run_cli("figures", *GRID, f"results_dir={results}", check=True)
     assert "1 cell(s) hold fewer trials than the grid asks" in proc.stderr, proc.stderr
-    out = results / "figures" / "linreg_adult-smoke"
+    out = figure_folder(*GRID, f"results_dir={results}")
     md = (out / "mse_vs_eps.md").read_text()
     cell = f"/ epsilon={spec['epsilon']:g}: 1 of 2 trials"
     assert "INCOMPLETE: 1 cell(s)" in md and cell in md, md
@@ -171,7 +171,7 @@ def test_figures_mark_a_cell_missing_a_trial(clean: Path, tmp_path: Path) -> Non
     complete = results.parent / "complete"
     shutil.copytree(clean, complete)
     run_cli("figures", *GRID, f"results_dir={complete}", check=True)
-    md_ok = (complete / "figures" / "linreg_adult-smoke" / "mse_vs_eps.md").read_text()
+    md_ok = (figure_folder(*GRID, f"results_dir={complete}") / "mse_vs_eps.md").read_text()
     assert "INCOMPLETE" not in md_ok and "trials]" not in md_ok
 
 
