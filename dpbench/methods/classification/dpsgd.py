@@ -27,8 +27,8 @@ clipped to [0, score_clip] (log-loss for ``logistic``, squared error for
 If a run's target is below what the RDP orders can certify (very small eps0,
 e.g. the paper grid at eps <= 0.5), realistic mode cannot run: with
 ``on_infeasible="zero"`` it returns theta = 0 without touching the data (spends
-nothing; ``info.infeasible = 1``; the paper draws no point there), with
-``"fail"`` it raises.
+nothing, charged as an explicit 0; ``info.infeasible = 1``; the paper draws no point
+there), with ``"fail"`` it raises.
 """
 
 from __future__ import annotations
@@ -217,6 +217,11 @@ class DPSGD(LinearModel):
                                  f"delta={delta_sgd:.3g} with RDP orders up to {ALPHAS[-1]}")
             self.coef_ = np.zeros(data.d)
             self.info_["infeasible"] = 1
+            # the zero model reads no row: 0-DP, charged explicitly (a private method's
+            # ledger must say what it spent, and this release spent nothing)
+            accountant.charge_eps_delta(0.0, 0.0, "infeasible budget: zero model, no row read")
+            draws.record("pure", "infeasible budget: zero model", scale=0.0, sensitivity=0.0,
+                         relation=self.neighbours)
             return self
 
         seed = int(rng.integers(2**31))
