@@ -25,8 +25,12 @@ static site: ``{"schema", "header": Header, "tables": [Table with "rows": [Row]]
 that is not finite is null. ``board.csv`` has one row per (epsilon, dataset, method): the
 :class:`Row` fields after the experiment, relation and metric.
 
-TODO (issue 37): a calibration column ("as good as the non-private reference on x% of the
-rows") is not built yet.
+Calibration ("as good as the reference on x% of the rows", the reading SDNist gives its
+scores): where the arena runs its non-private reference on random shares of the training
+rows (sweep points with a ``fraction`` parameter, e.g. ``{original: {fraction: [0.01,
+0.1]}}``), each method's mean is placed on that curve (:func:`calibrate`): the smallest
+share on which the reference is at least as good, interpolated log-linearly between the
+two points around it; "< 1%" below the smallest share, "> 100%" above the whole data.
 """
 
 from __future__ import annotations
@@ -144,6 +148,10 @@ class Row:
     pairs_vs_best: int = 0
     pareto: bool = False
     note: str = ""
+    #: the share of the real training rows on which the non-private reference reaches this
+    #: mean (``calibrate``); None: no calibration points or no mean
+    as_good_as: float | None = None
+    as_good_as_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -429,6 +437,44 @@ def mean_ranks(tables: Sequence[Table]) -> list[MeanRank]:
                                       x.method))
 
 
+def calibration_curve(rows: Sequence[Row], fractions: Mapping[str, float],
+                      rules: Rules) -> list[tuple[float, float]]:
+    """(fraction of the training rows, reference mean) of a table's calibration points:
+    the reference rows fitted on a ``fraction`` of the rows (their sweep points), with the
+    same reference on every row as fraction 1; sorted by fraction. Empty without points."""
+    points = {r.method: fractions[r.method] for r in rows
+              if r.role == REFERENCE and r.method in fractions and r.mean is not None}
+    if not points:
+        return []
+    names = {method_name(m) for m in points}
+    full = [r for r in rows if r.role == REFERENCE and r.method in names
+            and r.mean is not None]
+    curve = [(f, next(r.mean for r in rows if r.method == m)) for m, f in points.items()]
+    curve += [(1.0, r.mean) for r in full]
+    return sorted(curve)
+
+
+def calibrate(mean: float, curve: Sequence[tuple[float, float]], rules: Rules
+              ) -> tuple[float | None, str]:
+    """The smallest share of the rows on which the reference is at least as good as
+    ``mean``: the first calibration point that is, interpolated log-linearly from the point
+    before it; ``(None, "< 1%")`` below the smallest share, ``(None, "> 100%")`` above the
+    whole data (the method beats the non-private reference's mean)."""
+    if not curve:
+        return None, ""
+    prev = None
+    for f, r in curve:
+        if not rules.better(mean, r):           # the reference here is at least as good
+            if prev is None:
+                return None, f"< {f:.0%}" if f < 1 else "< 100%"
+            f0, r0 = prev
+            t = 1.0 if r == r0 else (mean - r0) / (r - r0)
+            share = math.exp(math.log(f0) + t * (math.log(f) - math.log(f0)))
+            return share, f"{share:.2g}".rstrip() if share < 0.01 else f"{share:.0%}"
+        prev = (f, r)
+    return None, "> 100%"
+
+
 def build_board(frame: pd.DataFrame, facts: Mapping[Cell, CellFacts], rules: Rules,
                 header: Header) -> Board:
     """The board of one arena experiment from its results frame (``frame.results_frame``)
@@ -437,6 +483,9 @@ def build_board(frame: pd.DataFrame, facts: Mapping[Cell, CellFacts], rules: Rul
         (d, m, float(e)): g for (d, m, e), g in frame.groupby(
             ["dataset", "method", "epsilon"], sort=False)}
     empty = pd.DataFrame()
+    fractions = {} if "method.fraction" not in frame else {
+        str(m): float(f) for m, f in frame.groupby("method")["method.fraction"].first().items()
+        if pd.notna(f)}
     tables = []
     for eps, dataset in sorted({(c[2], c[0]) for c in facts}):
         cells = [c for c in facts if c[0] == dataset and c[2] == eps]
@@ -444,7 +493,15 @@ def build_board(frame: pd.DataFrame, facts: Mapping[Cell, CellFacts], rules: Rul
         trials = {c[1]: dict(zip(groups[c]["trial"].astype(int),
                                  groups[c][rules.metric].astype(float), strict=True))
                   for c in cells if c in groups and rules.metric in groups[c]}
-        tables.append(rank_table(rows, trials, rules))
+        table = rank_table(rows, trials, rules)
+        curve = calibration_curve(table.rows, fractions, rules)
+        if curve:
+            table = replace(table, rows=[
+                replace(r, **dict(zip(("as_good_as", "as_good_as_text"),
+                                      calibrate(r.mean, curve, rules), strict=True)))
+                if r.mean is not None and r.method not in fractions else r
+                for r in table.rows])
+        tables.append(table)
     return Board(header, tables, mean_ranks(tables))
 
 
@@ -509,7 +566,8 @@ def table_header(header: Header) -> list[str]:
     """The columns of every (epsilon, dataset) table."""
     direction = "higher" if header.higher_is_better else "lower"
     return ["rank", "method", f"{header.metric} ({direction} is better)", "trials ok/asked",
-            "vs best (paired)", "fit s (median)", "peak RSS MB (median)", "Pareto", "note"]
+            "vs best (paired)", "as good as the reference on", "fit s (median)",
+            "peak RSS MB (median)", "Pareto", "note"]
 
 
 def table_rows(t: Table) -> list[list[str]]:
@@ -517,7 +575,8 @@ def table_rows(t: Table) -> list[list[str]]:
     return [[rank_text(r), r.method_label,
              sig_cell(r.mean if r.mean is not None else math.nan,
                       r.se if r.se is not None else math.nan, 4),
-             f"{r.trials_ok}/{r.trials_asked}", comparison_text(r), fmt(r.fit_s),
+             f"{r.trials_ok}/{r.trials_asked}", comparison_text(r),
+             f"{r.as_good_as_text} of the rows" if r.as_good_as_text else "", fmt(r.fit_s),
              fmt(r.peak_rss_mb), "yes" if r.pareto else "", r.note] for r in t.rows]
 
 

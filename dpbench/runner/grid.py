@@ -490,13 +490,18 @@ ARENA_AXIS = "arena"
 
 
 def axis_list(cfg: DictConfig, axis: str) -> list[Any]:
-    """The experiment's ``datasets`` or ``methods`` list; ``arena`` stands for every yaml
-    of the group that joins arenas and serves the experiment's task (:func:`arena_members`),
-    so a new method or dataset joins every arena it can serve without an arena changed."""
+    """The experiment's ``datasets`` or ``methods`` list; ``arena`` (alone or as an item)
+    stands for every yaml of the group that joins arenas and serves the experiment's task
+    (:func:`arena_members`), so a new method or dataset joins every arena it can serve
+    without an arena changed."""
     value = _get(cfg, axis)
-    if value == ARENA_AXIS or value == [ARENA_AXIS]:
-        return arena_members(axis[:-1], str(cfg.experiment.task))
-    return _as_list(value, axis)
+    if value == ARENA_AXIS:
+        value = [ARENA_AXIS]
+    listed = _as_list(value, axis)
+    if ARENA_AXIS not in listed:
+        return listed
+    i = listed.index(ARENA_AXIS)    # `[arena, {original: {fraction: [...]}}]`: members + extras
+    return [*listed[:i], *arena_members(axis[:-1], str(cfg.experiment.task)), *listed[i + 1:]]
 
 
 def arena_role(group: str, name: str) -> str | None:

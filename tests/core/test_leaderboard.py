@@ -240,3 +240,20 @@ def test_cli_writes_the_board_of_an_arena_and_refuses_others(
     assert len(err.strip().splitlines()) == 1
     assert cli.main(["leaderboard", "experiment=no_such_arena"]) == 2
     assert "unknown experiment 'no_such_arena'; valid: " in capsys.readouterr().err
+
+
+def test_calibration_places_a_mean_on_the_reference_curve() -> None:
+    # lower is better: the reference's MSE falls from 4 (1% of the rows) to 1 (all rows)
+    low = lb.Rules("mse", higher_is_better=False)
+    curve = [(0.01, 4.0), (0.1, 2.0), (1.0, 1.0)]
+    share, text = lb.calibrate(2.0, curve, low)
+    assert share == pytest.approx(0.1) and text == "10%"
+    share, _ = lb.calibrate(3.0, curve, low)          # halfway, log-linearly: sqrt(0.01 * 0.1)
+    assert share == pytest.approx(10 ** -1.5)
+    assert lb.calibrate(5.0, curve, low) == (None, "< 1%")       # worse than 1% of the rows
+    assert lb.calibrate(0.5, curve, low) == (None, "> 100%")     # beats the whole data
+    # higher is better (AUC): the same reading
+    high = lb.Rules("auc", higher_is_better=True)
+    share, _ = lb.calibrate(0.7, [(0.01, 0.6), (0.1, 0.8), (1.0, 0.9)], high)
+    assert share == pytest.approx(10 ** -1.5)
+    assert lb.calibrate(0.7, [], high) == (None, "")
