@@ -8,6 +8,8 @@ one-line error naming the bad value and the valid choices.
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import math
 from collections.abc import Mapping, Sequence
@@ -16,7 +18,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+import yaml
 from omegaconf import DictConfig, OmegaConf
+from omegaconf._utils import get_yaml_loader
 
 from dpbench.privacy.relations import RELATIONS, group_size
 from dpbench.roots import conf_dirs
@@ -85,23 +89,48 @@ def count(value: Any, key: str) -> int:
     return value
 
 
+def read_yaml(path: Path) -> Any:
+    """A yaml file's content as plain Python (OmegaConf's own yaml loader, so numbers such
+    as ``1e-5`` parse as they do in a composed config), parsed once per file version
+    (cached on path, size and modification time: an arena reads every yaml of the tree)."""
+    st = path.stat()
+    return copy.deepcopy(_parsed_yaml(str(path), st.st_size, st.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_yaml(path: str, size: int, mtime_ns: int) -> Any:
+    del size, mtime_ns                 # the cache key: a changed file is parsed again
+    return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=get_yaml_loader())
+
+
+def _merged(base: Any, over: Any) -> Any:
+    """``over`` merged into ``base`` as OmegaConf merges configs: mappings key by key,
+    anything else (a list, a value) replaced."""
+    if isinstance(base, Mapping) and isinstance(over, Mapping):
+        out = dict(base)
+        for k, v in over.items():
+            out[k] = _merged(base[k], v) if k in base else v
+        return out
+    return over
+
+
 def load_entry(group: str, name: str) -> dict[str, Any]:
     """A dataset/method/figure yaml as a plain dict; ``base: other`` inherits from a sibling."""
     found = entries(group)
     if name not in found:
         raise ConfigError(f"unknown {group} {name!r}; valid: {', '.join(sorted(found))}")
-    node = OmegaConf.load(found[name])
-    base = node.pop("base", None) if isinstance(node, DictConfig) else None
+    node = read_yaml(found[name])
+    if not isinstance(node, dict):
+        return {} if node is None else node
+    base = node.pop("base", None)
     if not base:
-        return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
+        return node
     # a child's ``tasks`` replaces its base's (a list and a map of views do not merge)
     tasks = node.pop("tasks", None)
-    merged = OmegaConf.to_container(OmegaConf.merge(load_entry(group, base), node),
-                                    resolve=True)
+    merged = _merged(load_entry(group, base), node)
     if tasks is not None:
-        merged["tasks"] = OmegaConf.to_container(tasks, resolve=True) \
-            if OmegaConf.is_config(tasks) else tasks
-    return merged  # type: ignore[return-value]
+        merged["tasks"] = tasks
+    return merged
 
 
 VIEW_KEYS = ("params", "profiles", "provides", "key_as", "label")
@@ -508,7 +537,7 @@ def arena_role(group: str, name: str) -> str | None:
     """A method yaml's arena role (``arena: method | baseline | reference``), a dataset
     yaml's ``arena: true`` as ``method``; None: not an arena member. The key is the yaml's
     own, never inherited through ``base:`` (a variant of an arena method is not one)."""
-    role = OmegaConf.load(entries(group)[name]).get("arena")
+    role = (read_yaml(entries(group)[name]) or {}).get("arena")
     if role is None or role is False:
         return None
     if role is True:
