@@ -45,8 +45,9 @@ test: install slurm-local   ## the whole test suite (what CI runs; starts the lo
 smoke: install      ## every experiment's smoke profile + figures (downloaded data: local raw fixtures)
 	$(PY) -m pytest -q tests/experiments/test_experiments_smoke.py
 
-figures: install    ## every figure and table, from stored results only
+figures: install    ## every figure and table, and every arena board, from stored results only
 	$(DPB) figures
+	$(DPB) leaderboard
 
 lint: install
 	$(VENV)/bin/ruff check dpbench tests scripts

@@ -566,10 +566,14 @@ def cmd_figures(overrides: Sequence[str]) -> int:
     profiles were built and which were skipped."""
     from dpbench.report.claims.engine import summary as claims_summary
 
-    names = [None] if given(overrides, "experiment") else choices("experiment")
+    names = [None] if given(overrides, "experiment") else [
+        n for n in choices("experiment") if not is_arena(n)]   # arenas: `dpbench leaderboard`
     profile_given = given(overrides, "profile")
     profiles = [None] if profile_given else profile_order()
     base = compose_config(list(overrides))
+    if names == [None] and base.experiment.get("arena"):
+        raise UserError(f"experiment {base.experiment.name!r} is an arena: its boards are "
+                        f"built by `dpbench leaderboard experiment={base.experiment.name}`")
     store = store_of(base)
     require_writable(Path(base.results_dir) / "figures", base)
     if store.keys():                          # compact writes <store>/trials.parquet

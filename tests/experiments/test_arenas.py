@@ -80,3 +80,11 @@ def test_arena_runs_and_its_board_matches_the_store(arena: str, tmp_path: Path,
                 p["cell_epsilon"] * (1 + 1e-9)
         elif p["private"]:
             assert p["neighbours"] == "replace_one"
+
+
+def test_figures_of_an_arena_point_to_the_leaderboard(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["figures", "experiment=arena_synthetic", "profile=smoke",
+                 f"results_dir={tmp_path}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "dpbench leaderboard experiment=arena_synthetic" in err
