@@ -211,9 +211,19 @@ def cell_facts(specs: Sequence[TrialSpec], store: ResultStore,
     for eps in sorted({s.epsilon for s in specs}):
         for dataset, method, reason in refused:
             out[(dataset, method, eps)] = CellFacts(labels.get(dataset, dataset),
-                                                    labels.get(method, method), 0,
+                                                    labels.get(method) or _label(method), 0,
                                                     refused=reason)
     return out
+
+
+def _label(method: str) -> str:
+    """A method's label from its yaml (a refused method has no spec to carry it)."""
+    from dpbench.runner.grid import ConfigError, load_entry
+
+    try:
+        return str(load_entry("method", method_name(method)).get("label", method))
+    except ConfigError:
+        return method
 
 
 def versions(specs: Sequence[TrialSpec], store: ResultStore) -> dict[str, dict[str, int]]:
