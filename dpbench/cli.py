@@ -29,6 +29,7 @@ from dpbench.runner.grid import (
     check_settings,
     choices,
     conf_dir,
+    did_you_mean,
     entries,
     expand,
     expand_cells,
@@ -53,7 +54,8 @@ def compose_config(overrides: Sequence[str]) -> DictConfig:
         key = key.lstrip("+~")
         head = key.split(".")[0].split("@")[0]
         if head not in valid and head != "hydra":  # Hydra would refuse it, or add it unread
-            raise UserError(f"unknown key {head!r} in {ov!r}; valid top-level keys: "
+            raise UserError(f"unknown key {head!r} in {ov!r}{did_you_mean(head, valid)}; "
+                            "valid top-level keys: "
                             f"{', '.join(valid)}")
         if key in ("experiment", "profile", "runner") and "/" in value:  # paper/name form
             stem = value.rpartition("/")[2]
@@ -61,7 +63,9 @@ def compose_config(overrides: Sequence[str]) -> DictConfig:
                 value = stem
         for group in ("experiment", "profile", "runner", "dataset", "method"):
             if key == group and value not in choices(group):
-                raise UserError(f"unknown {group} {value!r}; valid: {', '.join(choices(group))}")
+                raise UserError(f"unknown {group} {value!r}"
+                                f"{did_you_mean(value, choices(group))}; valid: "
+                                f"{', '.join(choices(group))}")
         if key in ("experiment", "profile", "runner"):  # a name may live in a subfolder
             overrides[i] = f"{ov.partition('=')[0]}={group_path(key, value)}"
         if key in ("dataset", "method"):  # shortcut for a one-element axis

@@ -9,10 +9,11 @@ one-line error naming the bad value and the valid choices.
 from __future__ import annotations
 
 import copy
+import difflib
 import functools
 import inspect
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -114,11 +115,18 @@ def _merged(base: Any, over: Any) -> Any:
     return over
 
 
+def did_you_mean(value: str, valid: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest valid name (difflib), else empty."""
+    close = difflib.get_close_matches(str(value), list(valid), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def load_entry(group: str, name: str) -> dict[str, Any]:
     """A dataset/method/figure yaml as a plain dict; ``base: other`` inherits from a sibling."""
     found = entries(group)
     if name not in found:
-        raise ConfigError(f"unknown {group} {name!r}; valid: {', '.join(sorted(found))}")
+        raise ConfigError(f"unknown {group} {name!r}{did_you_mean(name, found)}; valid: "
+                          f"{', '.join(sorted(found))}")
     node = read_yaml(found[name])
     if not isinstance(node, dict):
         return {} if node is None else node

@@ -120,3 +120,23 @@ def test_a_trials_override_capped_by_the_profile_is_said() -> None:
     assert len(grid(compose_config(raised))) == 8
     assert capped_note(compose_config(raised), raised) is None
     assert capped_note(compose_config(base), base) is None     # no trials= given: no note
+
+
+@pytest.mark.parametrize("argv,hint", [
+    (["plan", "experiment=linreg_adlt"], "(did you mean 'linreg_adult'?)"),
+    (["plan", "experiment=linreg_adult", "epsilon=[0.1]"], "(did you mean 'epsilons'?)"),
+    (["plan", "experiment=linreg_adult", "method=sspp"], "(did you mean 'ssp'?)"),
+])
+def test_a_typo_gets_a_did_you_mean(argv: list[str], hint: str,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from dpbench.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and hint in err, err
+
+
+def test_no_hint_when_nothing_is_close() -> None:
+    from dpbench.runner.grid import did_you_mean
+
+    assert did_you_mean("zzzz", ["ssp", "adassp"]) == ""
