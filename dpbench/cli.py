@@ -708,6 +708,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         compile_cache.reexec_with_hash_seed()
     parser = argparse.ArgumentParser(prog="dpbench", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in [("run", "run (or resume) an experiment's grid"),
                        ("plan", "show the grid: trial counts, done / to do"),
@@ -757,6 +758,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("dpbench: terminated (SIGTERM); workers stopped, finished trials are stored, "
               "rerun to resume", file=sys.stderr)
         return 128 + 15
+
+
+def version_text() -> str:
+    """``dpbench <version> (commit <sha>)``: what ``--version`` prints and every trial
+    record keeps (``versions.dpbench``, ``commit``)."""
+    from importlib import metadata
+
+    from dpbench.roots import commit
+
+    try:
+        ver = metadata.version("dpbench")
+    except metadata.PackageNotFoundError:
+        ver = "unknown"
+    return f"dpbench {ver} (commit {commit()})"
 
 
 def cmd_list(groups: Sequence[str]) -> int:

@@ -10,7 +10,9 @@ name that dpbench already ships.
 
 from __future__ import annotations
 
+import functools
 import os
+import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,3 +41,18 @@ def paper_dir(name: str) -> Path:
             return base / name
     valid = sorted({p.name for base in papers_dirs() for p in base.iterdir() if p.is_dir()})
     raise ValueError(f"unknown paper {name!r}; valid: {', '.join(valid) or '(none)'}")
+
+
+@functools.lru_cache(maxsize=1)
+def commit() -> str:
+    """The repository's ``git rev-parse HEAD`` (with ``-dirty`` when tracked files differ
+    from it), or ``unknown`` outside a git checkout; read once per process."""
+    try:
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], check=True,
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain",
+                                "--untracked-files=no"], check=True, capture_output=True,
+                               text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head + ("-dirty" if dirty else "")) if head else "unknown"

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -51,7 +50,7 @@ from scipy import stats
 from dpbench.report.frame import mean_se, method_name
 from dpbench.report.privacy import RELATION_TEXT, stated_relation
 from dpbench.report.render import latex_table, markdown_table, sig_cell
-from dpbench.roots import REPO
+from dpbench.roots import commit
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK, ResultStore
 
@@ -235,16 +234,6 @@ def versions(specs: Sequence[TrialSpec], store: ResultStore) -> dict[str, dict[s
             for lib, ver in (rec.get("versions") or {}).items():
                 seen.setdefault(lib, Counter())[str(ver)] += 1
     return {lib: dict(sorted(c.items())) for lib, c in sorted(seen.items())}
-
-
-def commit() -> str:
-    """The repository's ``git rev-parse HEAD``, or ``unknown``."""
-    try:
-        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], check=True,
-                             capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out.stdout.strip() or "unknown"
 
 
 def relation_alerts(frame: pd.DataFrame, relation: str) -> list[str]:

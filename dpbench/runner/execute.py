@@ -32,6 +32,7 @@ from dpbench.privacy.accountant import (
 )
 from dpbench.privacy.conversions import cdp_eps, gdp_eps
 from dpbench.privacy.relations import group_guarantee, group_size, native_target
+from dpbench.roots import commit
 from dpbench.runner.artifacts import artifact_context
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import FAILED, OK, ResultStore
@@ -167,6 +168,7 @@ def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
     record: dict[str, Any] = {
         "key": spec.key, "spec": spec.to_dict(), "host": socket.gethostname(), "pid": os.getpid(),
         "started_at": datetime.now(UTC).isoformat(), "versions": library_versions(),
+        "commit": commit(),
         "argv": sys.argv[:1],
     }
     rss_reset = reset_peak_rss()

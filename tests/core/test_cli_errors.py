@@ -140,3 +140,13 @@ def test_no_hint_when_nothing_is_close() -> None:
     from dpbench.runner.grid import did_you_mean
 
     assert did_you_mean("zzzz", ["ssp", "adassp"]) == ""
+
+
+def test_version_names_the_release_and_the_commit(capsys: pytest.CaptureFixture[str]) -> None:
+    from dpbench.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("dpbench ") and "(commit " in out, out
