@@ -15,7 +15,7 @@ The rules, stated on every board:
   for multiplicity; fewer than two pairs: no test;
 - ranked methods are ranked by their mean (1 = best); those not significantly worse than
   the best are tied with it (shown ``3 (=1)``, the best ``1=``); the best is the *winner*
-  only if it is significantly better than every other ranked method;
+  only if it is significantly better than every other ranked method and than the bar;
 - per epsilon, each method's mean rank over the datasets where it was ranked, and per
   (epsilon, dataset) the quality / fit-time Pareto front (references left out).
 
@@ -375,6 +375,11 @@ def rank_table(rows: Sequence[Row], trials: Mapping[str, Mapping[int, float]],
     for i, m in enumerate(by_mean):
         out[m] = replace(out[m], ranked=True, rank=i + 1, tied=m in tied and len(tied) > 1)
     winner = best.method if best is not None and len(tied) == 1 else None
+    if winner and bar is not None:       # a winner also beats the bar significantly
+        diff, p, _ = paired_test(trials.get(winner, {}), trials.get(bar.method, {}))
+        if verdict(diff, p, rules) != BETTER:
+            out[winner] = with_note(out[winner], "not significantly better than the bar")
+            winner = None
     if winner:
         out[winner] = replace(out[winner], winner=True)
     front = pareto(list(out.values()), rules)
@@ -498,7 +503,7 @@ def build_board(frame: pd.DataFrame, facts: Mapping[Cell, CellFacts], rules: Rul
             table = replace(table, rows=[
                 replace(r, **dict(zip(("as_good_as", "as_good_as_text"),
                                       calibrate(r.mean, curve, rules), strict=True)))
-                if r.mean is not None and r.method not in fractions else r
+                if r.mean is not None and r.role != REFERENCE else r
                 for r in table.rows])
         tables.append(table)
     return Board(header, tables, mean_ranks(tables))

@@ -257,3 +257,20 @@ def test_calibration_places_a_mean_on_the_reference_curve() -> None:
     share, _ = lb.calibrate(0.7, [(0.01, 0.6), (0.1, 0.8), (1.0, 0.9)], high)
     assert share == pytest.approx(10 ** -1.5)
     assert lb.calibrate(0.7, [], high) == (None, "")
+
+
+def test_a_lone_method_above_the_bar_by_noise_is_not_the_winner() -> None:
+    rules = lb.Rules("mse", higher_is_better=False, baselines=("mean",))
+
+    def row(method: str, mean: float) -> lb.Row:
+        return lb.Row(1.0, "d", "D", method, method, rules.role(method), "ok", 3, 3, 3, mean)
+
+    noisy = {0: 1.0, 1: 3.0, 2: 2.0}           # mean 2.0, paired diffs vs the bar: -1, +1, -0.1
+    bar = {0: 2.0, 1: 2.0, 2: 2.1}
+    t = lb.rank_table([row("m", 2.0), row("mean", 2.0333)], {"m": noisy, "mean": bar}, rules)
+    m = next(r for r in t.rows if r.method == "m")
+    assert m.ranked and m.rank == 1 and not m.winner and t.winner is None
+    assert "not significantly better than the bar" in m.note
+    clear = {0: 1.0, 1: 1.1, 2: 1.05}           # far below the bar in every trial
+    t = lb.rank_table([row("m", 1.05), row("mean", 2.0333)], {"m": clear, "mean": bar}, rules)
+    assert t.winner == "m"
