@@ -184,7 +184,12 @@ def preflight(specs: Sequence[TrialSpec], *, collect: bool = False) -> list[Refu
             split = import_object(first.dataset_target)(rng=np.random.default_rng(0),
                                                          **first.dataset_params)
         except (DataError, ValueError, TypeError, FileNotFoundError) as exc:
-            raise UserError(f"dataset {first.dataset!r}: {exc}") from None
+            if not collect:
+                raise UserError(f"dataset {first.dataset!r}: {exc}") from None
+            why = f"dataset {first.dataset!r}: {' '.join(str(exc).split())}"
+            refused += [RefusedCell(s.dataset, s.method, why)
+                        for s in {(s.dataset, s.method): s for s in group}.values()]
+            continue
         try:
             TASKS[first.task].check_split(split, first.task_params)
         except ValueError as exc:

@@ -88,3 +88,19 @@ def test_figures_of_an_arena_point_to_the_leaderboard(tmp_path: Path,
                  f"results_dir={tmp_path}"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "dpbench leaderboard experiment=arena_synthetic" in err
+
+
+def test_a_dataset_not_downloaded_is_a_refused_cell_not_an_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dpbench.data import discrete, files, uci
+
+    monkeypatch.setenv("DPBENCH_DATA_DIR", str(tmp_path / "no-downloads"))
+    for fn in (discrete.read_discrete, files._verified, uci.read_table):
+        fn.cache_clear()
+    specs, refused = arena_grid(compose_config(["experiment=arena_regression",
+                                                "profile=paper"]))
+    fire = [r for r in refused if r.dataset == "fire"]
+    assert fire and all("not vendored" in r.reason or "needs data with" in r.reason
+                        for r in fire)
+    assert any("not vendored" in r.reason for r in fire)
+    assert not any(s.dataset == "fire" for s in specs) and specs
