@@ -458,6 +458,12 @@ def calibration_curve(rows: Sequence[Row], fractions: Mapping[str, float],
     return sorted(curve)
 
 
+def percent(share: float) -> str:
+    """A share of the rows as a percentage with two significant digits (``0.19%``,
+    ``4%``, ``83%``, ``100%``)."""
+    return f"{float(f'{share * 100:.2g}'):g}%"
+
+
 def calibrate(mean: float, curve: Sequence[tuple[float, float]], rules: Rules
               ) -> tuple[float | None, str]:
     """The smallest share of the rows on which the reference is at least as good as
@@ -470,11 +476,11 @@ def calibrate(mean: float, curve: Sequence[tuple[float, float]], rules: Rules
     for f, r in curve:
         if not rules.better(mean, r):           # the reference here is at least as good
             if prev is None:
-                return None, f"< {f:.0%}" if f < 1 else "< 100%"
+                return None, f"< {percent(f)}"
             f0, r0 = prev
             t = 1.0 if r == r0 else (mean - r0) / (r - r0)
             share = math.exp(math.log(f0) + t * (math.log(f) - math.log(f0)))
-            return share, f"{share:.2g}".rstrip() if share < 0.01 else f"{share:.0%}"
+            return share, percent(share)
         prev = (f, r)
     return None, "> 100%"
 
