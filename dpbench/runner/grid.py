@@ -617,18 +617,32 @@ def profile_datasets(cfg: DictConfig) -> list[Any]:
     return profile_subset(cfg, "datasets")
 
 
+def declared(exp: Any, axis: str) -> set[str] | None:
+    """The names the experiment's own yaml lists on ``axis`` (``datasets`` / ``methods``;
+    ``arena`` expanded to the members), before any command-line narrowing; None when the
+    experiment has no yaml of its name (a config composed by hand)."""
+    name = str(_get(exp, "name") or "")
+    if name not in entries("experiment"):
+        return None
+    value = load_entry("experiment", name).get(axis)
+    items = value if isinstance(value, list) else [value]
+    out = {entry_name(v) for v in items if v is not None and v != ARENA_AXIS}
+    if ARENA_AXIS in items:
+        out |= set(arena_members(axis[:-1], str(_get(exp, "task"))))
+    return out
+
+
 def _by_dataset(exp: Any, key: str, listed: list[Any]) -> dict[str, Any]:
-    """The experiment's ``key: {dataset: ...}`` map for the datasets listed (a profile may
-    run fewer; a ``datasets=`` override may leave some out); a name that is no dataset
-    yaml is an error."""
+    """The experiment's ``key: {dataset: ...}`` map for the datasets listed: every name must
+    be a dataset of the experiment's yaml; one a profile or a ``datasets=`` override left
+    out is skipped (its settings unused)."""
     names = [entry_name(d) for d in listed]
     by = dict(_get(exp, key) or {})
-    known = set(choices("dataset"))
-    stray = sorted(set(by) - set(names) - known)
+    allowed = set(names) | (declared(exp, "datasets") or set())
+    stray = sorted(set(by) - allowed)
     if stray:
-        raise ConfigError(f"{key} names {stray[0]!r}, which is not a dataset; the "
-                          f"experiment's datasets: {', '.join(names)}")
-    # a dataset the grid was narrowed away from (datasets=...): its settings are unused
+        raise ConfigError(f"{key} names {stray[0]!r}, which is not among the "
+                          f"experiment's datasets; valid: {', '.join(names)}")
     return {k: v for k, v in by.items() if k in names}
 
 
@@ -647,23 +661,24 @@ def dataset_method_params(exp: Any, listed: list[Any], kept: list[Any],
     """``method_params_by_dataset: {dataset: {method: {param: value or [values]}}}`` per
     dataset name, checked: every dataset and method is in the grid and every parameter is
     one the method's class takes (a setting tuned per dataset, e.g. a step size, or a
-    per-dataset sweep, e.g. an ensemble size that must fit the data). A method the grid
-    does not hold (``methods=`` narrowed it away) is skipped; a name that is no method
-    yaml at all is an error."""
+    per-dataset sweep, e.g. an ensemble size that must fit the data). A method of the
+    experiment's yaml that the grid does not hold (``methods=`` narrowed it away) is
+    skipped; any other name is an error."""
     from dpbench.runner.execute import import_object
 
     by = _by_dataset(exp, "method_params_by_dataset", listed)
     entries = {m.name: m.entry for m in methods}
+    own_methods = declared(exp, "methods") or set()
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for dname in map(entry_name, listed):
         per = {str(k): dict(v or {}) for k, v in dict(by.get(dname) or {}).items()}
         for mname, params in list(per.items()):
-            if mname not in entries and mname in choices("method"):
+            if mname not in entries and mname in own_methods:
                 del per[mname]      # a method the grid was narrowed away from: unused
                 continue
             if mname not in entries:
                 raise ConfigError(f"method_params_by_dataset.{dname} names method {mname!r}, "
-                                  f"which is not a method; the experiment's methods: "
+                                  f"which is not among the experiment's methods; valid: "
                                   f"{', '.join(entries)}")
             valid = _param_names(import_object(entries[mname]["_target_"]))
             bad = sorted(set(params) - valid) if valid is not None else []
