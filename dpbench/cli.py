@@ -321,19 +321,17 @@ def privacy_alerts(specs: Sequence[TrialSpec], store: ResultStore, name: str,
 
 
 def version_lines(specs: Sequence[TrialSpec], store: ResultStore) -> list[str]:
-    """Per library, each version the grid's ok trials ran with and how many trials did."""
-    seen: dict[str, Counter[str]] = {}
-    for s in specs:
-        rec = store.get(s.key)
-        if rec and rec.get("status") == OK:
-            for lib, ver in sorted((rec.get("versions") or {}).items()):
-                seen.setdefault(lib, Counter())[str(ver)] += 1
+    """Per library, each version the grid's ok trials ran with and how many trials did
+    (``report.leaderboard.versions``), one line per library, mixed versions flagged."""
+    from dpbench.report.leaderboard import versions
+
+    seen = versions(specs, store)
     if not seen:
         return ["versions: no ok trial stored yet"]
     out = ["library versions of the stored ok trials (version: trials):"]
-    for lib, vers in sorted(seen.items()):
+    for lib, vers in seen.items():
         mixed = "  <- mixed" if len(vers) > 1 else ""
-        out.append(f"  {lib}: " + ", ".join(f"{v}: {n}" for v, n in sorted(vers.items())) + mixed)
+        out.append(f"  {lib}: " + ", ".join(f"{v}: {n}" for v, n in vers.items()) + mixed)
     return out
 
 
