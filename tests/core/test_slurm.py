@@ -128,16 +128,22 @@ def _release_when_requeued(task_id: str, timeout: float = 60.0) -> None:
 def test_scancel_is_lost_then_rerun_and_preemption_requeues(
         cluster, local_metrics, tmp_path: Path) -> None:
     res = tmp_path / "results"
-    # 2 tasks of 6 trials, each sleeping 1 s after a trial: long enough to be hit mid-run
-    _slurm_run(res, "runner.trials_per_task=6", env={DELAY_ENV: "1.0"})
+    # 2 tasks of 6 trials, each sleeping 1.5 s after a trial: long enough to be hit mid-run
+    _slurm_run(res, "runner.trials_per_task=6", env={DELAY_ENV: "1.5"})
     killed, preempted = _tasks(res)
+    signals = {killed["id"]: ["scancel", killed["id"]],                       # hard kill
+               preempted["id"]: ["scancel", "--signal=USR2", preempted["id"]]}  # preemption
+    # each task is signalled as soon as it has stored its first trial: the two tasks may start
+    # far apart on a loaded machine, so waiting for both could let the first one finish
     deadline = time.time() + 90
-    while not all(set(t["keys"]) & set(stored_metrics(res)) for t in (killed, preempted)):
-        assert time.time() < deadline, "tasks did not start storing trials"
+    while signals:
+        assert time.time() < deadline, f"tasks {sorted(signals)} did not start storing trials"
+        stored = set(stored_metrics(res))
+        for task in (killed, preempted):
+            if task["id"] in signals and set(task["keys"]) & stored:
+                subprocess.run(signals.pop(task["id"]), check=True, capture_output=True,
+                               timeout=30)
         time.sleep(0.1)
-    for cmd in (["scancel", killed["id"]],                       # hard kill
-                ["scancel", "--signal=USR2", preempted["id"]]):  # what preemption sends
-        subprocess.run(cmd, check=True, capture_output=True, timeout=30)
     _release_when_requeued(preempted["id"])
     _settle(res)
 
