@@ -34,6 +34,21 @@ def experiments() -> list[dict[str, str]]:
     return out
 
 
+def description(group: str, name: str) -> str:
+    """What an entry is, from the comment lines that open its yaml (``# @package`` lines
+    left out), joined into one sentence; empty without any."""
+    from dpbench.runner.grid import entries
+
+    lines = []
+    for line in entries(group)[name].read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        text = line.lstrip("#").strip()
+        if text and not text.startswith("@package"):
+            lines.append(text)
+    return " ".join(lines)
+
+
 def _axis(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(str(next(iter(v))) if isinstance(v, dict) else str(v) for v in value)

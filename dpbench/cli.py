@@ -1,4 +1,5 @@
-"""The ``dpbench`` command: run / plan / status / figures / compact / leaderboard / list.
+"""The ``dpbench`` command: run / plan / status / figures / compact / leaderboard / site /
+list.
 
 Every subcommand takes Hydra overrides (``experiment=linreg_adult profile=smoke
 epsilons=[0.1,1] trials=3 runner.n_jobs=2``). Configs are composed with Hydra's
@@ -14,6 +15,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
@@ -39,6 +41,12 @@ from dpbench.runner.grid import (
 from dpbench.runner.local import Terminated
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import CORRUPT, FAILED, OK, Damage, ResultStore
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from dpbench.report.frame import Shortfall
+    from dpbench.report.leaderboard import Board
 
 
 class UserError(Exception):
@@ -528,30 +536,40 @@ def origin_text(cfg: DictConfig, specs: Sequence[TrialSpec]) -> str:
     return f"{text}; {caveat}" if caveat else text
 
 
-def build_figures(cfg: DictConfig, specs: Sequence[TrialSpec] | None = None) -> list[Path]:
+def build_figures(cfg: DictConfig, specs: Sequence[TrialSpec] | None = None,
+                  out: Path | None = None) -> list[Path]:
     """Every figure, table and claim check of one experiment, from the store only; a cell
     with fewer ok trials than the grid asks is marked in each (``report.frame.shortfalls``)
     and damaged records are quarantined first (one line each on stderr). Nothing is written
     (and [] returned) when no trial of the grid is stored."""
     from dpbench.report.build import build_report
-    from dpbench.report.frame import results_frame, shortfalls
 
     specs = grid(cfg) if specs is None else specs
+    frame, short = report_inputs(cfg, specs)
+    if frame.empty:
+        return []
+    experiment = OmegaConf.to_container(cfg.experiment, resolve=True)
+    return build_report(frame, experiment, figure_specs(cfg), out or figure_dir(cfg), short,
+                        origin_text(cfg, specs))
+
+
+def report_inputs(cfg: DictConfig, specs: Sequence[TrialSpec]
+                  ) -> tuple[pd.DataFrame, list[Shortfall]]:
+    """The results frame of the grid and its cells short of trials (said on stderr), after
+    quarantining damaged records (one line each on stderr)."""
+    from dpbench.report.frame import results_frame, shortfalls
+
     store = store_of(cfg)
     names = trial_names(specs)
     for line in set_aside(store, store.damaged(names), names).values():
         print(line, file=sys.stderr)
     frame = results_frame(specs, store, cfg.experiment.name)
-    if frame.empty:
-        return []
-    experiment = OmegaConf.to_container(cfg.experiment, resolve=True)
-    short = shortfalls(specs, frame)
+    short = shortfalls(specs, frame) if not frame.empty else []
     if short:
         print(f"{cfg.experiment.name} ({cfg.profile.name} profile): {len(short)} cell(s) "
               "hold fewer trials than the grid asks; the figures and tables mark them",
               file=sys.stderr)
-    return build_report(frame, experiment, figure_specs(cfg), figure_dir(cfg), short,
-                        origin_text(cfg, specs))
+    return frame, short
 
 
 def given(overrides: Sequence[str], key: str) -> bool:
@@ -631,16 +649,23 @@ def cmd_figures(overrides: Sequence[str]) -> int:
     return 0
 
 
+def experiment_field(name: str, key: str) -> object:
+    """``experiment.<key>`` of experiment ``name``'s yaml, else of the first experiment its
+    ``defaults`` extend that sets it (None if none does): read without composing."""
+    entry = load_entry("experiment", name)
+    value = (entry.get("experiment") or {}).get(key)
+    parents = [d.rpartition("/")[2] for d in entry.get("defaults") or []
+               if isinstance(d, str) and d != "_self_"]
+    for parent in parents:
+        if value is None and parent in choices("experiment"):
+            value = experiment_field(parent, key)
+    return value
+
+
 def is_arena(name: str) -> bool:
     """Does experiment ``name`` (or an experiment its ``defaults`` extend) set
     ``experiment.arena: true``?"""
-    entry = load_entry("experiment", name)
-    flag = (entry.get("experiment") or {}).get("arena")
-    if flag is not None:
-        return bool(flag)
-    parents = [d.rpartition("/")[2] for d in entry.get("defaults") or []
-               if isinstance(d, str) and d != "_self_"]
-    return any(is_arena(p) for p in parents if p in choices("experiment"))
+    return bool(experiment_field(name, "arena"))
 
 
 def cmd_leaderboard(overrides: Sequence[str]) -> int:
@@ -649,7 +674,7 @@ def cmd_leaderboard(overrides: Sequence[str]) -> int:
     ``<results_dir>/leaderboard/<experiment>-<profile>/``; say which were skipped. Without
     ``profile=``, a grid never run is built only if all its trials are stored (as
     ``figures``)."""
-    from dpbench.report.leaderboard import board_from_store, write_board
+    from dpbench.report.leaderboard import write_board
 
     arenas = [n for n in choices("experiment") if is_arena(n)]
     base = compose_config(list(overrides))
@@ -679,23 +704,32 @@ def cmd_leaderboard(overrides: Sequence[str]) -> int:
             out = Path(cfg.results_dir) / "leaderboard" / \
                 f"{cfg.experiment.name}-{cfg.profile.name}{custom_suffix(cfg)}"
             require_writable(out, cfg)
-            try:    # the cells the data refuse (the run listed them; they hold no record)
-                refused += preflight(specs, collect=True)
-            except UserError as exc:
-                print(f"note: {cfg.experiment.name}: the methods' data checks not run ({exc})")
-            out_cells = {(r.dataset, r.method) for r in refused}
-            specs = [s for s in specs if (s.dataset, s.method) not in out_cells]
-            board = board_from_store(
-                specs, store, OmegaConf.to_container(cfg.experiment, resolve=True),
-                profile=cfg.profile.name, delta=cfg.delta, trials=origin_text(cfg, specs),
-                refused=refused)
-            written += write_board(board, out)
+            written += write_board(arena_board(cfg, store, specs, refused)[0], out)
     if not arenas and not given(overrides, "experiment"):
         print("no arena experiment (experiment.arena: true) under conf/experiment/")
     for line in skipped:
         print(f"skipped {line}")
     print("\n".join(map(str, written)) or "no board written")
     return 0
+
+
+def arena_board(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
+                refused: Sequence[RefusedCell]) -> tuple[Board, list[TrialSpec]]:
+    """The board of an arena grid from the store, and the specs it covers: the cells the
+    grid (``refused``) or the data (``preflight``) refuse are listed, not run."""
+    from dpbench.report.leaderboard import board_from_store
+
+    refused = list(refused)
+    try:        # the cells the data refuse (the run listed them; they hold no record)
+        refused += preflight(specs, collect=True)
+    except UserError as exc:
+        print(f"note: {cfg.experiment.name}: the methods' data checks not run ({exc})")
+    out_cells = {(r.dataset, r.method) for r in refused}
+    specs = [s for s in specs if (s.dataset, s.method) not in out_cells]
+    board = board_from_store(specs, store, OmegaConf.to_container(cfg.experiment, resolve=True),
+                             profile=cfg.profile.name, delta=cfg.delta,
+                             trials=origin_text(cfg, specs), refused=refused)
+    return board, specs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -719,6 +753,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        ("figures", "build every figure and table from stored results"),
                        ("compact", "write the store as one parquet file"),
                        ("leaderboard", "build the boards of the arena experiments"),
+                       ("site", "build the static results site (results/site/index.html)"),
                        ("list", "experiments, methods and datasets, with what each serves")]:
         p = sub.add_parser(name, help=text)
         if name == "list":
@@ -735,6 +770,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_figures(args.overrides)
         if args.command == "leaderboard":
             return cmd_leaderboard(args.overrides)
+        if args.command == "site":
+            from dpbench.site.command import cmd_site
+
+            return cmd_site(args.overrides)
         if args.command == "list":
             return cmd_list(args.what)
         cfg = compose_config(args.overrides)
@@ -799,5 +838,7 @@ def _cfg_yaml(cfg: DictConfig) -> str:  # pragma: no cover - debugging aid
     return OmegaConf.to_yaml(cfg)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":      # run as the package's module, so every import of
+    from dpbench.cli import main as package_main   # dpbench.cli shares its error classes
+
+    sys.exit(package_main())

@@ -5,9 +5,10 @@ JSON counts, pools them here): one row per ok trial with the spec's
 columns (dataset, method, epsilon, trial, labels, every scalar parameter as
 ``dataset.<p>`` / ``method.<p>``), the task's metrics, ``info.<k>`` and ``privacy.<k>``,
 and ``trials_asked``: how many trials the grid asks for the row's (dataset, method, epsilon)
-cell. A cell holding fewer ok trials (failed, missing or quarantined ones) is a
-:class:`Shortfall`; ``summarise`` gives each cell's ``trials`` and ``asked`` so every kind
-can mark it, and the report names every such cell in each caption (``render``).
+cell; ``frame.attrs["metrics"]`` names the metric columns. A cell holding fewer ok trials
+(failed, missing or quarantined ones) is a :class:`Shortfall`; ``summarise`` gives each
+cell's ``trials`` and ``asked`` so every kind can mark it, and the report names every such
+cell in each caption (``render``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def results_frame(specs: Sequence[TrialSpec], store: ResultStore,
     and the trials the grid asks for the row's cell (``trials_asked``)."""
     asked = {cell: len(keys) for cell, keys in _grid_cells(specs).items()}
     rows = []
+    metrics: dict[str, None] = {}
     for s in specs:
         rec = store.get(s.key)
         if rec is None or rec.get("status") != OK:
@@ -54,11 +56,14 @@ def results_frame(specs: Sequence[TrialSpec], store: ResultStore,
         row.update(_scalars("dataset", s.dataset_params))
         row.update(_scalars("method", s.method_params))
         row.update(rec.get("metrics", {}))
+        metrics.update(dict.fromkeys(rec.get("metrics", {})))
         row.update({f"info.{k}": v for k, v in (rec.get("info") or {}).items()
                     if isinstance(v, int | float | str | bool) or v is None})
         row.update({f"privacy.{k}": v for k, v in rec["privacy"].items() if k != "charges"})
         rows.append(row)
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    frame.attrs["metrics"] = list(metrics)      # the task's metric columns, in record order
+    return frame
 
 
 def _family_label(spec: TrialSpec) -> str:

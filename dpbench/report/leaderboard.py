@@ -1,6 +1,6 @@
 """Arena leaderboards: every method of one arena experiment, per (epsilon, dataset), on the
 task's primary metric, written as ``board.md``, ``board.tex``, ``board.json`` and
-``board.csv``.
+``board.csv``, with a quality / time Pareto plot per dataset and a mean-rank plot.
 
 The rules, stated on every board:
 
@@ -680,11 +680,14 @@ def to_frame(board: Board) -> pd.DataFrame:
 
 
 def write_board(board: Board, out: Path) -> list[Path]:
-    """``board.md``, ``board.tex``, ``board.json`` and ``board.csv`` in ``out``."""
+    """``board.md``, ``board.tex``, ``board.json`` and ``board.csv`` in ``out``, then the
+    plots (``report.board_plots``): ``pareto-<dataset>`` and ``mean_ranks``, PNG and PDF."""
+    from dpbench.report.board_plots import pareto_plots, ranks_plot
+
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"board.{ext}" for ext in ("md", "tex", "json", "csv")]
     paths[0].write_text(to_markdown(board))
     paths[1].write_text(to_latex(board))
     paths[2].write_text(to_json(board) + "\n")
     to_frame(board).to_csv(paths[3], index=False)
-    return paths
+    return paths + pareto_plots(board, out) + ranks_plot(board, out)

@@ -228,6 +228,12 @@ class ResultStore:
         """Has a ``dpbench run`` of this (experiment, profile) grid ever started here?"""
         return (self.runs_dir / f"{experiment}@{profile}.json").exists()
 
+    def runs(self) -> list[tuple[str, str]]:
+        """Every (experiment, profile) grid a ``dpbench run`` started here, sorted."""
+        if not self.runs_dir.is_dir():
+            return []
+        return sorted(tuple(p.stem.rsplit("@", 1)) for p in self.runs_dir.glob("*@*.json"))
+
     def path(self, key: str) -> Path:
         return self.trials / key[:2] / f"{key}.json"
 

@@ -162,7 +162,10 @@ def test_mean_ranks_and_pareto(board) -> None:
 def test_outputs_json_round_trip_markdown_latex_csv(board, tmp_path: Path) -> None:
     b, specs = board
     paths = lb.write_board(b, tmp_path / "out")
-    assert [p.name for p in paths] == ["board.md", "board.tex", "board.json", "board.csv"]
+    assert [p.name for p in paths][:4] == ["board.md", "board.tex", "board.json", "board.csv"]
+    plots = {p.name for p in paths[4:]}
+    assert {f"pareto-{t.dataset}.{ext}" for t in b.tables for ext in ("png", "pdf")} <= plots
+    assert all(p.is_file() and p.stat().st_size for p in paths)
     assert lb.from_json(paths[2].read_text()) == b
     md = paths[0].read_text()
     for s in specs:

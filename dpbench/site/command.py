@@ -1,0 +1,150 @@
+"""``dpbench site``: compose each grid a ``dpbench run`` started (``ResultStore.runs``),
+rebuild the pages whose fingerprint changed, then write the index, the papers' pages and the
+data files (``dpbench.site``)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from dpbench import cli
+from dpbench.catalog import description
+from dpbench.report.privacy import alerts, budget_note, neighbours_note
+from dpbench.roots import commit, paper_dir, papers_dirs
+from dpbench.runner.grid import choices, entries
+from dpbench.runner.local import progress_bar
+from dpbench.runner.store import ResultStore
+from dpbench.site import build
+from dpbench.site.model import (
+    ARENA,
+    EXPERIMENT,
+    Page,
+    claim_counts,
+    counts,
+    fingerprint,
+    provenance,
+)
+
+
+def papers() -> list[build.Paper]:
+    """Every paper folder with notes, in name order (the first root that has a name wins)."""
+    found: dict[str, build.Paper] = {}
+    for base in papers_dirs():
+        for d in sorted(p for p in base.iterdir() if p.is_dir()):
+            found.setdefault(d.name, build.Paper(d.name, d / "README.md"))
+    return sorted(found.values(), key=lambda p: p.name)
+
+
+def paper_of(cfg: DictConfig) -> build.Paper | None:
+    name = cfg.experiment.get("paper")
+    if not name:
+        return None
+    try:
+        d = paper_dir(str(name))
+    except ValueError:
+        return None
+    return build.Paper(str(name), d / "README.md")
+
+
+def inputs(cfg: DictConfig) -> list[Path]:
+    """The files a page depends on beyond its trials: its experiment and figure yamls and
+    its paper's folder (numbers, claims, notes)."""
+    files = [entries("experiment")[str(cfg.experiment.name)]]
+    figs = entries("figure")
+    files += [figs[f] for f in cfg.experiment.get("figures") or [] if isinstance(f, str)
+              and f in figs]
+    paper = paper_of(cfg)
+    if paper is not None:
+        files += [f for f in paper.readme.parent.rglob("*") if f.is_file()]
+    return files
+
+
+def page_of(cfg: DictConfig, store: ResultStore, out: Path, version: str
+            ) -> tuple[Page, bool]:
+    """The page of one composed grid, rebuilt only if its fingerprint changed; and whether
+    it was rebuilt."""
+    name, profile = str(cfg.experiment.name), str(cfg.profile.name)
+    arena = bool(cfg.experiment.get("arena"))
+    specs, refused = cli.arena_grid(cfg, data=False) if arena else (cli.grid(cfg), [])
+    folder = out / f"{name}-{profile}"
+    config = f"{commit()}\n{version}\n{OmegaConf.to_yaml(cfg, resolve=True)}"
+    fp = fingerprint(specs, store, config, inputs(cfg))
+    cached = Page.load(folder, fp)
+    if cached is not None:
+        return cached, False
+    shutil.rmtree(folder, ignore_errors=True)     # derived files only: the store is untouched
+    folder.mkdir(parents=True)
+    origin = cli.origin_text(cfg, specs)
+    ctx = build.common("../", papers(), version)
+    if arena:
+        board, specs = cli.arena_board(cfg, store, specs, refused)
+        from dpbench.report.leaderboard import write_board
+
+        paths = write_board(board, folder)
+    frame, short = cli.report_inputs(cfg, specs)
+    prov, status = provenance(specs, store, profile, origin)
+    ok, failed = counts(status)
+    if not arena:
+        from dpbench.report.build import build_report
+
+        experiment = OmegaConf.to_container(cfg.experiment, resolve=True)
+        figures = cli.figure_specs(cfg)
+        paths = build_report(frame, experiment, figures, folder, short, origin) \
+            if not frame.empty else []
+    page = Page(ARENA if arena else EXPERIMENT, name, profile,
+                None if arena else cfg.experiment.get("paper"), description("experiment", name),
+                f"{name}-{profile}", ok, len(specs), failed,
+                [s.text(build.unit_of(frame)) for s in short],
+                claim_counts(folder / "claims.json"),
+                alerts(frame) if not frame.empty else [],
+                [n for n in (budget_note(frame), neighbours_note(frame)) if n]
+                if not frame.empty else [], prov)
+    if arena:
+        build.write_arena_page(page, folder, board, frame, paths, ctx)
+    else:
+        build.write_experiment_page(page, folder, frame, paths,
+                                    {f["name"]: f["kind"] for f in figures},
+                                    str(experiment.get("note") or ""), paper_of(cfg), ctx)
+    page.save(folder, fp)
+    return page, True
+
+
+def cmd_site(overrides: Sequence[str]) -> int:
+    """Build ``<results_dir>/site``: a page per (experiment, profile) run (all, or those
+    ``experiment=`` / ``profile=`` name), the papers' pages, the index and the data files."""
+    base = cli.compose_config(list(overrides))
+    store = cli.store_of(base)
+    out = Path(base.results_dir) / "site"
+    cli.require_writable(out, base)
+    names = set(choices("experiment"))
+    runs = [(e, p) for e, p in store.runs() if e in names
+            and (not cli.given(overrides, "experiment") or e == base.experiment.name)
+            and (not cli.given(overrides, "profile") or p == base.profile.name)]
+    version = cli.version_text()
+    pages: list[Page] = []
+    rebuilt = 0
+    with progress_bar(disable=not base.runner.get("progress", True)) as bar:
+        task = bar.add_task("site", total=len(runs), status="")
+        for experiment, profile in runs:
+            bar.update(task, status=f"{experiment} ({profile})")
+            cfg = cli.compose_config([*overrides, f"experiment={experiment}",
+                                      f"profile={profile}"])
+            page, fresh = page_of(cfg, store, out, version)
+            pages.append(page)
+            rebuilt += fresh
+            bar.advance(task)
+    experiments = {n: None if cli.is_arena(n) else str(cli.experiment_field(n, "paper") or "")
+                   for n in sorted(names)}
+    build.write_index(out, papers(), experiments,
+                      {n: description("experiment", n) for n in names}, pages, version)
+    build.write_data(out, pages)
+    if not runs:
+        print(f"no `dpbench run` recorded under {store.root}: the site lists the experiments "
+              "only; run one, e.g. `make demo`", file=sys.stderr)
+    print(f"{out / 'index.html'}: {len(pages)} page(s), {rebuilt} rebuilt, "
+          f"{len(pages) - rebuilt} unchanged")
+    return 0

@@ -1,0 +1,141 @@
+"""What one site page states, as data: :class:`Page` (saved as ``page.json`` beside the
+page) with its :class:`Provenance`, and the fingerprint that says when to rebuild it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dpbench.runner.spec import TrialSpec
+from dpbench.runner.store import FAILED, OK, ResultStore
+
+EXPERIMENT, ARENA = "experiment", "arena"
+PAGE_FILE, FINGERPRINT_FILE = "page.json", ".fingerprint"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a page's numbers come from: the commits, library versions and host kinds its
+    ok trials ran with (each with its trial count), when the first and last of them
+    finished, and the profile and trials per cell of its grid."""
+
+    profile: str
+    origin: str                          # e.g. "smoke profile, 2 trials per cell; <caveat>"
+    commits: dict[str, int] = field(default_factory=dict)
+    versions: dict[str, dict[str, int]] = field(default_factory=dict)
+    hosts: dict[str, int] = field(default_factory=dict)
+    first: str = ""
+    last: str = ""
+
+
+@dataclass(frozen=True)
+class Page:
+    """One (experiment, profile) page: an experiment's report or an arena's board."""
+
+    kind: str                            # EXPERIMENT | ARENA
+    experiment: str
+    profile: str
+    paper: str | None
+    description: str
+    folder: str                          # relative to the site root
+    trials_ok: int
+    trials_asked: int
+    trials_failed: int
+    shortfalls: list[str]
+    claims: dict[str, int]               # verdict -> count (PASS / FAIL / SKIP)
+    alerts: list[str]                    # privacy facts a reader must see first
+    notes: list[str]                     # relation / budget statements
+    provenance: Provenance
+
+    @property
+    def complete(self) -> bool:
+        """Does every cell hold the trials its grid asks for?"""
+        return not self.shortfalls and self.trials_ok >= self.trials_asked
+
+    def save(self, folder: Path, fingerprint: str) -> None:
+        """``page.json`` then ``.fingerprint`` (last: a page whose build died is rebuilt)."""
+        (folder / PAGE_FILE).write_text(json.dumps(asdict(self), indent=1, sort_keys=True))
+        (folder / FINGERPRINT_FILE).write_text(fingerprint)
+
+    @classmethod
+    def load(cls, folder: Path, fingerprint: str) -> Page | None:
+        """The page saved in ``folder`` if its fingerprint is ``fingerprint``, else None."""
+        try:
+            if (folder / FINGERPRINT_FILE).read_text() != fingerprint:
+                return None
+            data = json.loads((folder / PAGE_FILE).read_text())
+            return cls(**{**data, "provenance": Provenance(**data["provenance"])})
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+
+
+def provenance(specs: Sequence[TrialSpec], store: ResultStore, profile: str,
+               origin: str) -> tuple[Provenance, Counter[str]]:
+    """The :class:`Provenance` of the grid's ok trials, and the count of its records per
+    status (ok, failed)."""
+    commits: Counter[str] = Counter()
+    hosts: Counter[str] = Counter()
+    libs: dict[str, Counter[str]] = {}
+    status: Counter[str] = Counter()
+    times: list[str] = []
+    for s in specs:
+        rec = store.get(s.key)
+        if rec is None:
+            continue
+        status[str(rec.get("status"))] += 1
+        if rec.get("status") != OK:
+            continue
+        commits[str(rec.get("commit", "not recorded"))] += 1
+        hosts[str(rec.get("host", "not recorded"))] += 1
+        for lib, ver in (rec.get("versions") or {}).items():
+            libs.setdefault(lib, Counter())[str(ver)] += 1
+        if rec.get("finished_at"):
+            times.append(str(rec["finished_at"]))
+    return Provenance(profile, origin, dict(commits.most_common()),
+                      {lib: dict(sorted(c.items())) for lib, c in sorted(libs.items())},
+                      dict(hosts.most_common()), min(times, default=""),
+                      max(times, default="")), status
+
+
+def counts(status: Counter[str]) -> tuple[int, int]:
+    """(ok, failed) of a status count."""
+    return status.get(OK, 0), status.get(FAILED, 0)
+
+
+def fingerprint(specs: Sequence[TrialSpec], store: ResultStore, config: str,
+                files: Iterable[Path]) -> str:
+    """A digest of what a page is built from: the composed ``config`` (text), the stat
+    (size, mtime) of each trial record of the grid, and the content of ``files`` (the
+    paper's numbers and claims, the code commit is in ``config``)."""
+    h = hashlib.sha256(config.encode())
+    for s in specs:
+        try:
+            st = store.path(s.key).stat()
+            h.update(f"{s.key}:{st.st_size}:{st.st_mtime_ns};".encode())
+        except OSError:
+            h.update(f"{s.key}:-;".encode())
+    for f in sorted(set(files)):
+        try:
+            h.update(str(f).encode() + f.read_bytes())
+        except OSError:
+            h.update(f"{f}:-".encode())
+    return h.hexdigest()
+
+
+def claim_counts(claims_json: Path) -> dict[str, int]:
+    """Verdict -> count of a ``claims.json`` (empty when there is none)."""
+    try:
+        rows = json.loads(claims_json.read_text())
+    except (OSError, ValueError):
+        return {}
+    return dict(sorted(Counter(str(r.get("status")) for r in rows).items()))
+
+
+def jsonable(obj: Any) -> Any:
+    """``obj`` with dataclasses as dicts (what ``page.json`` and the templates read)."""
+    return asdict(obj) if hasattr(obj, "__dataclass_fields__") else obj
