@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 DPB    := $(VENV)/bin/dpbench
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lock slurm-local demo test smoke figures lint bench bench-peers
+.PHONY: install lock slurm-local browser demo test smoke figures site lint bench bench-peers
 
 install: $(STAMP)   ## virtualenv with every dependency (torch pinned to the 2.13.0 CPU build)
 
@@ -39,15 +39,22 @@ demo: install       ## the main job, linreg_adult (DD-SSP Fig. 3a, Adult), on th
 slurm-local:        ## Debian packages of the single-node SLURM test cluster (root; no-op if present)
 	bash scripts/slurm-local/install.sh
 
-test: install slurm-local   ## the whole test suite (what CI runs; starts the local SLURM cluster)
+browser:            ## Debian's headless Chromium + chromium-driver for the site's browser test (root; no-op if present)
+	bash scripts/browser/install.sh
+
+test: install slurm-local browser   ## the whole test suite (what CI runs; starts the local SLURM cluster)
 	$(PY) -m pytest -q --durations=25
 
-smoke: install      ## every experiment's smoke profile + figures (downloaded data: local raw fixtures)
-	$(PY) -m pytest -q tests/experiments/test_experiments_smoke.py
+smoke: install      ## every experiment's and arena's smoke profile + figures into results/smoke (downloaded data: local raw fixtures), then its site results/smoke/site/index.html
+	DPBENCH_SMOKE_RESULTS=results/smoke $(PY) -m pytest -q tests/experiments/test_experiments_smoke.py tests/experiments/test_arenas.py
+	$(DPB) site results_dir=results/smoke
 
 figures: install    ## every figure and table, and every arena board, from stored results only
 	$(DPB) figures
 	$(DPB) leaderboard
+
+site: install       ## the static results site from stored results: results/site/index.html
+	$(DPB) site
 
 lint: install
 	$(VENV)/bin/ruff check dpbench tests scripts

@@ -24,6 +24,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from dpbench import compile_cache
 from dpbench.data.files import DataError
+from dpbench.entry import version_text  # noqa: F401  (cli.version_text: the one text)
 from dpbench.roots import conf_dirs
 from dpbench.runner.grid import (
     ConfigError,
@@ -733,38 +734,15 @@ def arena_board(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The ``dpbench`` command (``argv`` None: ``sys.argv``).
+    """The ``dpbench`` command (``dpbench.entry.main``: parse, then :func:`dispatch`)."""
+    from dpbench.entry import main as entry_main
 
-    As the command (``argv`` None) it first re-executes itself with ``PYTHONHASHSEED=0``
-    when the variable is unset (compile_cache.reexec_with_hash_seed: same pid, exit status
-    and streams), so trials run in this process and in its workers and SLURM tasks find
-    the compiled JAX programs of other processes; a user-set ``PYTHONHASHSEED`` is kept.
-    It also runs XLA on one thread unless ``NPROC`` is set (compile_cache.pin_xla_threads):
-    results independent of the worker and core count, one core per worker."""
-    compile_cache.pin_xla_threads()      # before any JAX computation; workers inherit it
-    if argv is None:
-        compile_cache.reexec_with_hash_seed()
-    parser = argparse.ArgumentParser(prog="dpbench", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=version_text())
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, text in [("run", "run (or resume) an experiment's grid"),
-                       ("plan", "show the grid: trial counts, done / to do"),
-                       ("status", "done / failed / pending per dataset, method and epsilon"),
-                       ("figures", "build every figure and table from stored results"),
-                       ("compact", "write the store as one parquet file"),
-                       ("leaderboard", "build the boards of the arena experiments"),
-                       ("site", "build the static results site (results/site/index.html)"),
-                       ("list", "experiments, methods and datasets, with what each serves")]:
-        p = sub.add_parser(name, help=text)
-        if name == "list":
-            p.add_argument("what", nargs="*", default=["experiments", "methods", "datasets"],
-                           help="experiments, methods and/or datasets (default: all three)")
-            continue
-        p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. experiment=linreg_adult")
-        if name == "status":
-            p.add_argument("--versions", action="store_true",
-                           help="also list the library versions the stored trials ran with")
-    args = parser.parse_args(argv)
+    return entry_main(argv)
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command; a bad input is one line on stderr and exit status 2, an
+    interruption says that finished trials are stored."""
     try:
         if args.command == "figures":
             return cmd_figures(args.overrides)
@@ -802,20 +780,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + 15
 
 
-def version_text() -> str:
-    """``dpbench <version> (commit <sha>)``: what ``--version`` prints and every trial
-    record keeps (``versions.dpbench``, ``commit``)."""
-    from importlib import metadata
-
-    from dpbench.roots import commit
-
-    try:
-        ver = metadata.version("dpbench")
-    except metadata.PackageNotFoundError:
-        ver = "unknown"
-    return f"dpbench {ver} (commit {commit()})"
-
-
 def cmd_list(groups: Sequence[str]) -> int:
     """Print each group (dpbench/catalog.py): one line per entry, its facts after its name
     (plain lines, readable at any terminal width and by grep)."""
@@ -838,7 +802,7 @@ def _cfg_yaml(cfg: DictConfig) -> str:  # pragma: no cover - debugging aid
     return OmegaConf.to_yaml(cfg)
 
 
-if __name__ == "__main__":      # run as the package's module, so every import of
-    from dpbench.cli import main as package_main   # dpbench.cli shares its error classes
+if __name__ == "__main__":   # as the package's module: every import shares its error classes
+    from dpbench.entry import main as entry_main
 
-    sys.exit(package_main())
+    sys.exit(entry_main())

@@ -231,7 +231,7 @@ def reexec_with_hash_seed() -> None:
     """If ``PYTHONHASHSEED`` is unset, replace this process by the same command line run
     with ``PYTHONHASHSEED`` = :data:`HASH_SEED` (``os.execv``: same pid, same open files
     and terminal, so signals, exit status and stdin/stdout behave as for the first
-    process); otherwise return at once. Called by ``dpbench.cli.main`` when it runs as the
+    process); otherwise return at once. Called by ``dpbench.entry.main`` when it runs as the
     command, before it has printed or started anything."""
     if HASH_SEED_ENV in os.environ:     # the user's seed, or already re-executed
         return

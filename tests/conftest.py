@@ -50,6 +50,17 @@ def results(tmp_path: Path) -> Path:
     return tmp_path / "results"
 
 
+#: ``make smoke`` sets it: the smoke runs then share one results folder (not the user's
+#: ``results/``: some run on fixture files standing in for downloaded data) for the site
+SMOKE_RESULTS_ENV = "DPBENCH_SMOKE_RESULTS"
+
+
+def smoke_results(tmp_path: Path) -> Path:
+    """Where a smoke run writes: ``$DPBENCH_SMOKE_RESULTS`` if set, else under ``tmp_path``."""
+    shared = os.environ.get(SMOKE_RESULTS_ENV)
+    return Path(shared).resolve() if shared else tmp_path / "results"
+
+
 def figure_folder(*overrides: str) -> Path:
     """Where ``dpbench figures <overrides>`` writes (an ad-hoc grid gets its own
     ``-custom-<hash>`` folder, dpbench.cli.figure_dir)."""

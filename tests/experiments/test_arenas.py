@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import smoke_results
 
 from dpbench.cli import arena_grid, compose_config, is_arena, main
 from dpbench.runner.grid import choices
@@ -39,7 +40,7 @@ def test_three_arenas_exist_and_each_is_narrowed() -> None:
 def test_arena_runs_and_its_board_matches_the_store(arena: str, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]
                                                      ) -> None:
-    results = tmp_path / "results"
+    results = smoke_results(tmp_path)
     common = [f"experiment={arena}", "profile=smoke", f"results_dir={results}", NARROW[arena]]
     assert main(["run", *common, "runner.progress=false", "runner.n_jobs=1"]) == 0
     run_out = capsys.readouterr().out

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from claims_golden import assert_golden
+from conftest import smoke_results
 from raw_fixtures import fake_fire, fake_pums, fake_taxi, write_fire, write_pums, write_taxi
 from smoke_grids import NARROW
 
@@ -63,7 +64,7 @@ def data_root(experiment: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_smoke_profile_runs_and_reports(experiment: str, data_root: None, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    results = tmp_path / "results"
+    results = smoke_results(tmp_path)
     common = [f"experiment={experiment}", "profile=smoke", f"results_dir={results}",
               *NARROW.get(experiment, [])]
     assert main(["run", *common, "runner.progress=false", "runner.n_jobs=1"]) == 0
