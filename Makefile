@@ -42,8 +42,12 @@ slurm-local:        ## Debian packages of the single-node SLURM test cluster (ro
 browser:            ## Debian's headless Chromium + chromium-driver for the site's browser test (root; no-op if present)
 	bash scripts/browser/install.sh
 
+# TEST_WORKERS: pytest-xdist workers for make test (a module's tests sharing a module fixture
+# stay on one worker: tests/conftest.py); TEST_WORKERS=0 runs everything in one process
+TEST_WORKERS ?= 2
+
 test: install slurm-local browser   ## the whole test suite (what CI runs; starts the local SLURM cluster)
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 smoke: install      ## every experiment's and arena's smoke profile + figures into results/smoke (downloaded data: local raw fixtures), then its site results/smoke/site/index.html
 	DPBENCH_SMOKE_RESULTS=results/smoke $(PY) -m pytest -q tests/experiments/test_experiments_smoke.py tests/experiments/test_arenas.py

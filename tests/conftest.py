@@ -67,3 +67,18 @@ def figure_folder(*overrides: str) -> Path:
     from dpbench.cli import compose_config, figure_dir
 
     return figure_dir(compose_config([o for o in overrides if not o.startswith("runner.")]))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test``: ``-n 2 --dist loadgroup``), the tests of a module
+    that share a module- or session-scoped fixture of that module run on one worker, so the
+    fixture (a smoke run, the SLURM cluster, a browser) is built once and never twice at
+    the same time; every other test is balanced freely."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        module = item.nodeid.split("::")[0]
+        if info is None:
+            continue
+        if any(defs and defs[-1].scope in ("module", "session") and defs[-1].baseid == module
+               for defs in info.name2fixturedefs.values()):
+            item.add_marker(pytest.mark.xdist_group(module))
