@@ -169,18 +169,20 @@ def _scalars(axis: str, params: dict) -> dict[str, object]:
 
 
 def summarise(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Mean, standard error (sd / sqrt(n), ddof=1) and n (finite values) per (dataset,
-    method, epsilon); with ``trials`` (rows) and ``asked`` (the grid's trials) per cell when
-    the frame has ``trials_asked``."""
+    """Mean, standard error (sd / sqrt(n), ddof=1) and n (values that are not NaN) per
+    (dataset, method, epsilon); with ``trials`` (the cell's ok trials with a value: a NaN
+    metric counts as missing, so the cell is marked short) and ``asked`` (the grid's
+    trials) per cell when the frame has ``trials_asked``."""
     if frame.empty or metric not in frame:
         return pd.DataFrame(columns=[*KEYS, "dataset_label", "method_label", "mean", "se", "n"])
     groups = frame.groupby([*KEYS, "dataset_label", "method_label"], sort=True)
     out = groups[metric].agg(mean="mean", sd="std", n="count").reset_index()
     out["se"] = out["sd"] / np.sqrt(out["n"])
     out.loc[out["n"] < 2, "se"] = np.nan
-    if ASKED in frame:
+    if ASKED in frame:     # a trial whose metric is NaN counts as missing, not as a value
         cells = groups[ASKED].agg(trials="size", asked="max").reset_index(drop=True)
-        out["trials"], out["asked"] = cells["trials"].to_numpy(), cells["asked"].to_numpy()
+        out["trials"] = np.minimum(cells["trials"].to_numpy(), out["n"].to_numpy())
+        out["asked"] = cells["asked"].to_numpy()
     return out.drop(columns="sd")
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.metrics import roc_auc_score
 
 from dpbench.data.base import Split
 from dpbench.methods.classification.default_logistic import logistic_coef
@@ -32,6 +31,8 @@ def auc(y_true: NDArray, scores: NDArray) -> float:
     pos = positive(y_true)
     if pos.all() or not pos.any():
         return float("nan")
+    from sklearn.metrics import roc_auc_score  # here: the CLI imports tasks to plan
+
     return float(roc_auc_score(pos, np.asarray(scores, dtype=float)))
 
 

@@ -55,3 +55,19 @@ def test_paper_values_drawn_and_note_in_the_table(tmp_path, monkeypatch):
     # the panel got the paper's rows of its dataset and method only (not 'other')
     assert drawn == [("ds", [0.70, 0.75, 0.80])]
     assert "smaller: rounds 3 (paper 16)." in paths[2].read_text()
+
+
+def test_a_nan_metric_counts_as_a_missing_trial_not_as_a_value() -> None:
+    """A trial whose metric is NaN (stored as such) is not averaged: the cell's mean is the
+    other trials', and the cell is marked short of trials in the tables."""
+    import pandas as pd
+
+    from dpbench.report.frame import summarise
+    from dpbench.report.render import wide_table
+
+    frame = pd.DataFrame({"dataset": "d", "method": "m", "epsilon": 1.0, "dataset_label": "D",
+                          "method_label": "M", "mse": [0.5, float("nan"), 0.7],
+                          "trials_asked": 3})
+    (row,) = summarise(frame, "mse").to_dict("records")
+    assert row["mean"] == 0.6 and row["n"] == 2 and row["trials"] == 2 and row["asked"] == 3
+    assert wide_table(summarise(frame, "mse"))["D"].loc["M", "1"].endswith("[2/3 trials]")

@@ -17,6 +17,7 @@ run does not block the rerun, and another machine's lease blocks until its expir
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -33,7 +34,7 @@ import pytest
 from conftest import REPO, dpbench_cmd, figure_folder, run_cli, stored_records
 
 from dpbench.runner.execute import COMPUTE_LOG_ENV, HOLD_ENV
-from dpbench.runner.store import ResultStore
+from dpbench.runner.store import ResultStore, parse_record
 
 # 1 dataset x 2 methods x 2 epsilons x 2 trials of the fast methods on smoke data
 GRID = ["experiment=linreg_adult", "methods=[public,ssp]", "profile=smoke",
@@ -98,6 +99,8 @@ def _damage(path: Path, kind: str) -> bytes:
                                       if k not in ("metrics", "timing")}).encode(),
         "truncated": good[: len(good) // 2],
         "empty": b"",
+        "string metric": json.dumps({**record, "metrics": {
+            **record["metrics"], "mse": str(record["metrics"]["mse"])}}).encode(),
     }[kind]
     path.write_bytes(data)
     return data
@@ -105,7 +108,41 @@ def _damage(path: Path, kind: str) -> bytes:
 
 REASONS = {"json list": "valid JSON but a list", "not utf-8": "not UTF-8 text",
            "missing fields": "missing field(s) metrics, timing",
-           "truncated": "not valid JSON", "empty": "empty file"}
+           "truncated": "not valid JSON", "empty": "empty file",
+           "string metric": "not a number: metrics.mse is a string"}
+
+
+def _good_record() -> dict:
+    return {"key": "k" * 64, "status": "ok", "spec": {}, "metrics": {"mse": 0.5, "r2": 0.1},
+            "privacy": {"target_delta": 1e-5}, "timing": {"fit_s": 1.0}}
+
+
+# every kind of record that parses but lies about its numbers (each was once averaged)
+LYING = {
+    "string metric": ({"metrics": {"mse": "0.5"}}, "metrics.mse is a string"),
+    "boolean metric": ({"metrics": {"mse": True}}, "metrics.mse is a boolean"),
+    "null metric": ({"metrics": {"mse": None}}, "metrics.mse is null"),
+    "list metric": ({"metrics": {"mse": [0.5]}}, "metrics.mse is a list"),
+    "object metric": ({"metrics": {"mse": {"v": 0.5}}}, "metrics.mse is an object"),
+    "empty metrics": ({"metrics": {}}, "without any metric"),
+    "string delta": ({"privacy": {"target_delta": "1e-5"}}, "privacy.target_delta is a string"),
+    "boolean delta": ({"privacy": {"target_delta": False}}, "privacy.target_delta is a boolean"),
+    "null fit time": ({"timing": {"fit_s": None}}, "timing.fit_s is null"),
+}
+
+
+@pytest.mark.parametrize("kind", list(LYING))
+def test_a_record_whose_numbers_are_not_numbers_is_damaged(kind: str) -> None:
+    change, reason = LYING[kind]
+    record = {**_good_record(), **change}
+    parsed = parse_record(json.dumps(record).encode(), record["key"])
+    assert isinstance(parsed, str) and reason in parsed, parsed
+
+
+def test_nan_and_integer_metrics_are_numbers() -> None:
+    record = {**_good_record(), "metrics": {"mse": float("nan"), "n": 3, "r2": float("inf")}}
+    parsed = parse_record(json.dumps(record).encode(), record["key"])  # NaN, Infinity in JSON
+    assert isinstance(parsed, dict) and math.isnan(parsed["metrics"]["mse"])
 
 
 @pytest.mark.parametrize("kind", list(REASONS))

@@ -11,17 +11,22 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
+
+if TYPE_CHECKING:
+    from sklearn.linear_model import LogisticRegression
 
 MAX_ITER = 10_000
 
 
 def default_logistic(X: NDArray, y: NDArray) -> LogisticRegression:
     """The fitted default logistic regression of ``y`` (two or more classes) on ``X``."""
+    from sklearn.exceptions import ConvergenceWarning  # here: the CLI imports this module
+    from sklearn.linear_model import LogisticRegression  # to plan, and plans need no fit
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return LogisticRegression(max_iter=MAX_ITER).fit(X, y)
