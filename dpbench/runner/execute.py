@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib
 import math
+import operator
 import os
 import platform
 import resource
@@ -50,17 +51,60 @@ def import_object(path: str) -> Any:
         raise ValueError(f"cannot import {path!r}: {exc}") from None
 
 
+#: the longest delta rule accepted, and the largest exact integer power (in bits) it may
+#: compute: beyond, a power is taken in floating point, where it overflows at once
+MAX_RULE_CHARS, MAX_INT_POWER_BITS = 200, 4096
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+        ast.Div: operator.truediv}
+
+
+def _power(a: float, b: float) -> float:
+    """``a ** b``, exact for small integers (the rules' usual ``1/n**2``), else in floating
+    point, so that no rule computes an unbounded integer."""
+    if isinstance(a, int) and isinstance(b, int) and b > 0 and \
+            a.bit_length() * b > MAX_INT_POWER_BITS:
+        return float(a) ** float(b)
+    return a ** b
+
+
+def _evaluate(node: ast.AST, n: int) -> float:
+    """The value of a delta rule's syntax tree: n, numbers, + - * / ** and unary minus."""
+    if isinstance(node, ast.Expression):
+        return _evaluate(node.body, n)
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.Name) and node.id == "n":
+        return n
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        value = _evaluate(node.operand, n)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        return _power(_evaluate(node.left, n), _evaluate(node.right, n))
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_evaluate(node.left, n), _evaluate(node.right, n))
+    raise ValueError("it may only use n, numbers and + - * / **")
+
+
 def resolve_delta(delta: float | str, n: int) -> float:
-    """A numeric delta, or a rule in n such as ``"n**-1.1"`` or ``"1/n**2"``."""
+    """A numeric delta, or a rule in n such as ``"n**-1.1"`` or ``"1/n**2"``, evaluated with
+    bounded arithmetic (no builtins, no unbounded integer power); ValueError naming the rule
+    for anything else, an overflow, a division by zero or a complex value."""
     if not isinstance(delta, str):
         return float(delta)
-    tree = ast.parse(delta, mode="eval")
-    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load,
-               ast.Pow, ast.Div, ast.Mult, ast.Sub, ast.Add, ast.USub)
-    for node in ast.walk(tree):
-        if not isinstance(node, allowed) or (isinstance(node, ast.Name) and node.id != "n"):
-            raise ValueError(f"delta rule {delta!r} may only use n, numbers and + - * / **")
-    return float(eval(compile(tree, "<delta>", "eval"), {"__builtins__": {}}, {"n": n}))
+    if len(delta) > MAX_RULE_CHARS:
+        raise ValueError(f"delta rule of {len(delta)} characters (at most {MAX_RULE_CHARS})")
+    try:
+        value = _evaluate(ast.parse(delta, mode="eval"), n)
+    except SyntaxError as exc:
+        raise ValueError(f"delta rule {delta!r} is not an expression ({exc.msg})") from None
+    except (OverflowError, ZeroDivisionError, RecursionError) as exc:
+        raise ValueError(f"delta rule {delta!r} cannot be evaluated at n = {n}: "
+                         f"{type(exc).__name__}") from None
+    except ValueError as exc:
+        raise ValueError(f"delta rule {delta!r}: {exc}") from None
+    if isinstance(value, complex):
+        raise ValueError(f"delta rule {delta!r} is not a real number at n = {n}")
+    return float(value)
 
 
 def target_epsilon(value: float, delta: float, unit: str) -> float:

@@ -284,3 +284,27 @@ def test_slurm_tasks_get_the_submitters_hash_seed(tmp_path, monkeypatch, seed):
     script = _executor(settings, tmp_path, "x")._make_submission_file_text("true", "1")
     assert f"export PYTHONHASHSEED={seed or '0'}\n" in script
     assert "export NPROC=1\n" in script
+
+
+@pytest.mark.parametrize("rule,why", [
+    ("n**n", "OverflowError"),                 # once an OverflowError traceback
+    ("9**9**9**9", "OverflowError"),           # once a hang (unbounded integer power)
+    ("1/(n-n)", "ZeroDivisionError"),
+    ("(-n)**0.5", "not a real number"),
+    ("__import__('os')", "may only use n"),
+    ("n if n else 1", "may only use n"),
+    ("n**", "not an expression"),
+    ("1/n" + "+0" * 200, "characters"),
+])
+def test_a_bad_delta_rule_is_a_value_error_at_once(rule: str, why: str) -> None:
+    # bounded arithmetic: "9**9**9**9" once ran for ever (the test would hang)
+    with pytest.raises(ValueError, match=why):
+        resolve_delta(rule, 10**6)
+
+
+def test_delta_rules_keep_their_exact_values() -> None:
+    for n in (10, 1000, 48_842, 10**6):
+        assert resolve_delta("1/n**2", n) == 1 / n**2
+        assert resolve_delta("n**-1.1", n) == n**-1.1
+        assert resolve_delta("1/(n*n*n)", n) == 1 / (n * n * n)
+        assert resolve_delta("-(-1)/n", n) == 1 / n
