@@ -82,6 +82,11 @@ def check_settings(cfg: DictConfig) -> None:
                               ">= 1 (worker processes) or -1 (one per core)")
 
 
+#: the most trials one grid may expand to (the largest shipped grid has under 100,000): a
+#: typo such as trials=1000000000 is refused at once instead of expanding for hours
+MAX_GRID_TRIALS = 1_000_000
+
+
 def count(value: Any, key: str) -> int:
     """``value`` as a count >= 1 (a trial count or a profile cap), else a ConfigError naming
     ``key``: a float or a string is refused rather than truncated."""
@@ -464,6 +469,12 @@ def expand_cells(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
             else:
                 cells.append((d, m, cell_relation))
 
+    size = len(cells) * len(epsilons) * trials
+    if size > MAX_GRID_TRIALS:
+        raise ConfigError(f"the grid has {size:,} trials ({len(cells)} cells x "
+                          f"{len(epsilons)} epsilons x {trials} trials), more than the "
+                          f"{MAX_GRID_TRIALS:,} one command expands; lower trials=, epsilons= "
+                          "or the sweeps, or split the grid")
     specs = []
     for d, m, cell_relation in cells:
         dparams, mparams = d.params(profile), m.params(profile)

@@ -308,3 +308,13 @@ def test_delta_rules_keep_their_exact_values() -> None:
         assert resolve_delta("n**-1.1", n) == n**-1.1
         assert resolve_delta("1/(n*n*n)", n) == 1 / (n * n * n)
         assert resolve_delta("-(-1)/n", n) == 1 / n
+
+
+def test_a_grid_too_large_to_expand_is_refused_before_expanding() -> None:
+    from dpbench.cli import compose_config
+    from dpbench.runner.grid import MAX_GRID_TRIALS, ConfigError, expand
+
+    cfg = compose_config(["experiment=linreg_adult", "trials=1000000000"])
+    with pytest.raises(ConfigError, match=r"the grid has 35,000,000,000 trials .* more than "
+                                          rf"the {MAX_GRID_TRIALS:,}"):
+        expand(cfg)
