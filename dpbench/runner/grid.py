@@ -350,6 +350,12 @@ def max_sweep_points(cfg: DictConfig) -> dict[str, int] | int | None:
     if value is None:
         return None
     if isinstance(value, Mapping):
+        methods = choices("method")
+        for k in value:
+            if str(k) not in methods:
+                raise ConfigError(f"profile.sweep_points names {str(k)!r}, which is no method"
+                                  f"{did_you_mean(str(k), methods)}; valid: method names "
+                                  "(`dpbench list methods`)")
         return {str(k): count(v, f"profile.sweep_points.{k}") for k, v in value.items()}
     return count(value, "profile.sweep_points")
 

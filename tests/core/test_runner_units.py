@@ -318,3 +318,13 @@ def test_a_grid_too_large_to_expand_is_refused_before_expanding() -> None:
     with pytest.raises(ConfigError, match=r"the grid has 35,000,000,000 trials .* more than "
                                           rf"the {MAX_GRID_TRIALS:,}"):
         expand(cfg)
+
+
+def test_sweep_points_naming_no_method_is_refused() -> None:
+    from dpbench.cli import compose_config
+    from dpbench.runner.grid import ConfigError, expand
+
+    cfg = compose_config(["experiment=binagg_ablation", "+profile.sweep_points={binag: 1}"])
+    with pytest.raises(ConfigError, match=r"sweep_points names 'binag', which is no method "
+                                          r"\(did you mean 'binagg'\?\)"):
+        expand(cfg)
