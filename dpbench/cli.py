@@ -280,6 +280,7 @@ def cmd_run(cfg: DictConfig) -> int:
     store = store_of(cfg)
     for where in (store.trials, Path(cfg.results_dir) / "cache"):  # records, shared artifacts
         require_writable(where, cfg)
+    check_figures(cfg)
     specs, refused = arena_grid(cfg)
     if refused:
         print(f"{len(refused)} cell(s) of the arena cannot run (the board lists each reason):")
@@ -376,6 +377,7 @@ def runnable(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
 
 
 def cmd_plan(cfg: DictConfig) -> int:
+    check_figures(cfg)
     specs, refused = runnable(cfg)
     store = store_of(cfg)
     total, _ = _table(specs, store)
@@ -510,7 +512,7 @@ def figure_specs(cfg: DictConfig) -> list[dict]:
     each with the experiment's title (unless the figure has its own), paper and note (the
     experiment's note, which states its setting choices, replaces a figure's generic one)."""
     out = []
-    for item in cfg.experiment.figures:
+    for item in cfg.experiment.get("figures") or []:
         if isinstance(item, str):
             fig = {"name": item, **load_entry("figure", item)}
         else:
@@ -524,6 +526,15 @@ def figure_specs(cfg: DictConfig) -> list[dict]:
                                                  str(cfg.experiment.note).strip()]))
         out.append(fig)
     return out
+
+
+def check_figures(cfg: DictConfig) -> None:
+    """Refuse, before any trial runs, a figure spec of the experiment with an unknown kind
+    or key (``report.build.check_figure``)."""
+    from dpbench.report.build import check_figure
+
+    for fig in figure_specs(cfg):
+        check_figure(fig)
 
 
 def origin_text(cfg: DictConfig, specs: Sequence[TrialSpec]) -> str:

@@ -20,7 +20,7 @@ import pandas as pd
 from dpbench.report.frame import Shortfall, method_name
 from dpbench.report.privacy import alerts, budget_note, neighbours_note
 from dpbench.report.render import incomplete_cells, provenance
-from dpbench.runner.grid import ConfigError
+from dpbench.runner.grid import ConfigError, did_you_mean
 
 
 def budget_unit(frame: pd.DataFrame) -> str:
@@ -38,6 +38,27 @@ def cells_of(shortfalls: Sequence[Shortfall], fig: Mapping[str, Any], unit: str)
     return [s.text(unit) for s in keep]
 
 
+#: the figure-spec keys every kind takes (the experiment fills title, paper and note)
+COMMON_KEYS = frozenset({"kind", "name", "title", "paper", "note", "methods"})
+
+
+def check_figure(fig: Mapping[str, Any]) -> None:
+    """A one-line ConfigError for a figure spec of an unknown kind or with a key its kind
+    does not read (a typo would otherwise be ignored silently)."""
+    from dpbench.report.kinds import KEYS, KINDS
+
+    kind = fig.get("kind")
+    if kind not in KINDS:
+        raise ConfigError(f"figure {fig.get('name')!r}: unknown kind {kind!r}; valid: "
+                          f"{', '.join(sorted(KINDS))}")
+    valid = COMMON_KEYS | KEYS[kind]
+    unknown = sorted(set(fig) - valid)
+    if unknown:
+        raise ConfigError(f"figure {fig.get('name')!r} ({kind}): unknown key "
+                          f"{unknown[0]!r}{did_you_mean(unknown[0], valid)}; valid: "
+                          f"{', '.join(sorted(valid))}")
+
+
 def build_figures(frame: pd.DataFrame, figures: Sequence[Mapping[str, Any]], out: Path,
                   shortfalls: Sequence[Shortfall] = ()) -> list[Path]:
     """Every figure / table of the experiment, each by its kind's builder."""
@@ -46,10 +67,8 @@ def build_figures(frame: pd.DataFrame, figures: Sequence[Mapping[str, Any]], out
     unit = budget_unit(frame)
     paths: list[Path] = []
     for fig in figures:
+        check_figure(fig)
         kind = fig["kind"]
-        if kind not in KINDS:
-            raise ConfigError(f"figure {fig['name']!r}: unknown kind {kind!r}; valid: "
-                             f"{', '.join(sorted(KINDS))}")
         with incomplete_cells(cells_of(shortfalls, fig, unit)):
             paths += KINDS[kind](frame, dict(fig), out)
     return paths

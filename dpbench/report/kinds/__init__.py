@@ -10,6 +10,7 @@ experiment's inline ``figures:``) and ``papers/<paper>/``.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,3 +39,8 @@ KINDS: dict[str, Builder] = {
     "bars": bars,
     "best_over_sweep": best_over_sweep,
 }
+
+
+#: per kind, the spec keys its module reads (its ``KEYS``) besides the common ones
+KEYS: dict[str, frozenset[str]] = {kind: sys.modules[fn.__module__].KEYS
+                                   for kind, fn in KINDS.items()}

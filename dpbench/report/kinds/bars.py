@@ -48,6 +48,10 @@ GROUP_BY = ("method", "target")
 WRAP = 22  # characters per line of a bar's tick label
 
 
+#: the figure-spec keys this kind reads besides the common ones (report.build.COMMON_KEYS)
+KEYS = frozenset({"epsilon", "group_by", "metric", "series", "table", "ylabel", "ylim"})
+
+
 @dataclass(frozen=True)
 class Series:
     metric: str

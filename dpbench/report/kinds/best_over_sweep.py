@@ -38,6 +38,11 @@ TUNING = "best over sweep (non-private tuning)"
 MARKERS = "osD^vx+<>p"
 
 
+#: the figure-spec keys this kind reads besides the common ones (report.build.COMMON_KEYS)
+KEYS = frozenset({"better", "digits", "labels", "logx", "logy", "metric", "metrics",
+                  "points_table", "table", "tuning_label", "ylabel"})
+
+
 def best_over_sweep(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
     """The best sweep point's mean +- s.e. vs budget per method name, and its tables."""
     name = str(fig["name"])

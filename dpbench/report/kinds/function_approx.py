@@ -33,6 +33,10 @@ from numpy.polynomial import polynomial as P
 from dpbench.data.functions import target_function
 from dpbench.report.render import save
 
+#: the figure-spec keys this kind reads besides the common ones (report.build.COMMON_KEYS)
+KEYS = frozenset({"caption", "coef", "error", "errors", "function", "lower", "panels", "points",
+                  "target_label", "upper", "xlabel", "ylabel"})
+
 
 def fitted_coefficients(rows: pd.DataFrame, prefix: str) -> np.ndarray:
     """Mean over ``rows`` of ``<prefix>0``, ``<prefix>1``, ... (as many as stored)."""

@@ -25,6 +25,10 @@ import pandas as pd
 from dpbench.report.frame import histogram_edges, pooled_counts, share_within
 from dpbench.report.render import save, write_table
 
+#: the figure-spec keys this kind reads besides the common ones (report.build.COMMON_KEYS)
+KEYS = frozenset({"bound", "column", "edges", "edges_column", "epsilon", "method", "xlabel",
+                  "ylabel"})
+
 
 def nearest_epsilon(frame: pd.DataFrame, method: str, epsilon: float,
                     column: str) -> float | None:

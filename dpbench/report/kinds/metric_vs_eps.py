@@ -38,6 +38,11 @@ UNIT_SYMBOL = {"epsilon": r"$\varepsilon$", "mu": r"$\mu$ (GDP)", "rho": r"$\rho
 MARKERS = "osD^vx+<>p"
 
 
+#: the figure-spec keys this kind reads besides the common ones (report.build.COMMON_KEYS)
+KEYS = frozenset({"logx", "logy", "metric", "paper_values", "reference", "reference_label",
+                  "settings_vs_paper", "table", "ylabel"})
+
+
 def metric_vs_eps(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
     """Mean metric +- 1 s.e. over trials vs privacy budget; one panel per dataset.
 

@@ -26,6 +26,10 @@ import pandas as pd
 from dpbench.report.frame import mean_se, select
 from dpbench.report.render import fixed_cell, save, write_table
 
+#: the figure-spec keys this kind reads besides the common ones (report.build.COMMON_KEYS)
+KEYS = frozenset({"caption", "digits", "fill", "logx", "logy", "metric", "panel", "panel_label",
+                  "value_header", "where", "x", "xlabel", "ylabel"})
+
 
 def metric_vs_param(frame: pd.DataFrame, fig: dict[str, Any], out: Path) -> list[Path]:
     """One errorbar line per method over ``x``, one panel per ``panel`` value."""

@@ -67,6 +67,11 @@ COMPARED = ("mean_se", "sd", "coverage")
 MIN_MAX_MEDIAN = ("min", "max", "median")
 
 
+#: the figure-spec keys this kind reads besides the common ones (report.build.COMMON_KEYS)
+KEYS = frozenset({"caption", "columns", "index", "keep", "notes", "order", "per", "row_cells",
+                  "row_headers", "rows", "table"})
+
+
 def zscore(ours: float, se: float, n: int, row: pd.Series | None) -> str:
     """``numbers.compare`` as printed in a cell: the z, "fewer than N trials: no verdict",
     or a dash without a paper number (or without our statistic)."""

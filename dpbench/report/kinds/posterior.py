@@ -30,6 +30,10 @@ from dpbench.report.render import fixed_cell, save, write_table
 PRIVATE, BASELINE = "info.theta_quantiles", "info.baseline_theta_quantiles"
 
 
+#: the figure-spec keys this kind reads besides the common ones (report.build.COMMON_KEYS)
+KEYS = frozenset({"rows"})
+
+
 def _quantiles(frame: pd.DataFrame, column: str) -> list[np.ndarray]:
     return [np.asarray(json.loads(q)) for q in frame[column].dropna()]
 
