@@ -67,14 +67,43 @@ def verified_path(dataset_dir: str, filename: str, *, root: Path | None = None) 
     if not manifest_path.exists():
         raise DataError(f"dataset folder {base} has no MANIFEST.json; vendor it with "
                         f"`python scripts/vendor_dataset.py {dataset_dir}`")
-    files = json.loads(manifest_path.read_text())["files"]
+    files = manifest_files(manifest_path)
     if filename not in files:
         raise DataError(f"{filename!r} is not listed in {manifest_path}; valid: "
                         f"{', '.join(sorted(files))}")
     path = base / filename
     if not path.exists():
         raise DataError(f"missing data file {path}; restore it from git or re-vendor the dataset")
-    return _verified(str(path), files[filename]["sha256_uncompressed"])
+    if not path.is_file():
+        raise DataError(f"data file {path} is not a file (a directory?); restore it from git "
+                        "or re-vendor the dataset")
+    try:
+        digest = files[filename]["sha256_uncompressed"]
+    except (TypeError, KeyError):
+        raise DataError(f"{manifest_path}: the entry of {filename!r} has no "
+                        "sha256_uncompressed; re-vendor the dataset") from None
+    try:
+        return _verified(str(path), str(digest))
+    except OSError as exc:
+        raise DataError(f"cannot read data file {path}: {exc.strerror or exc}") from None
+
+
+def manifest_files(path: Path) -> dict:
+    """The ``files`` table of a MANIFEST.json; a one-line DataError naming the file when it
+    is not readable JSON with such a table."""
+    try:
+        files = json.loads(path.read_text())["files"]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read {path}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}); restore "
+                        "it from git or re-vendor the dataset") from None
+    except (KeyError, TypeError):
+        raise DataError(f"{path} has no \"files\" table; restore it from git or re-vendor "
+                        "the dataset") from None
+    if not isinstance(files, dict):
+        raise DataError(f"{path}: \"files\" is not a table; re-vendor the dataset")
+    return files
 
 
 def read_csv(dataset_dir: str, filename: str, **kw: object) -> pd.DataFrame:

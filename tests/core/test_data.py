@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -38,6 +39,33 @@ def test_corruption_and_absence_are_named(tmp_path: Path) -> None:
         verified_path("ddssp_adult", "adult_test.csv", root=tmp_path)
     with pytest.raises(DataError, match="valid: "):
         verified_path("ddssp_adult", "nope.csv", root=tmp_path)
+
+
+@pytest.mark.parametrize("damage,message", [
+    ("directory", "is not a file (a directory?)"),
+    ("manifest not json", "MANIFEST.json is not valid JSON"),
+    ("manifest without files", 'MANIFEST.json has no "files" table'),
+    ("entry without digest", "has no sha256_uncompressed"),
+])
+def test_a_damaged_data_folder_is_one_line_naming_the_file(tmp_path: Path, damage: str,
+                                                           message: str) -> None:
+    shutil.copytree(REPO / "data" / "ddssp_adult", tmp_path / "ddssp_adult")
+    folder = tmp_path / "ddssp_adult"
+    manifest = folder / "MANIFEST.json"
+    if damage == "directory":
+        (folder / "adult_test.csv").unlink()
+        (folder / "adult_test.csv").mkdir()
+    elif damage == "manifest not json":
+        manifest.write_text("{not json")
+    elif damage == "manifest without files":
+        manifest.write_text("{}")
+    else:
+        data = json.loads(manifest.read_text())
+        data["files"]["adult_test.csv"] = {}
+        manifest.write_text(json.dumps(data))
+    with pytest.raises(DataError, match=re.escape(message)) as exc:
+        verified_path("ddssp_adult", "adult_test.csv", root=tmp_path)
+    assert "\n" not in str(exc.value) and str(folder) in str(exc.value)
 
 
 def test_adult_frame_and_domain() -> None:
