@@ -380,6 +380,8 @@ def axis_points(items: Sequence[Any], axis: str, entry_of: Any,
                               "[values]}}}")
         entry = entry_of(name)
         for point in own:
+            check_point_types(axis, name, entry, {**point, **{
+                k: v for shared in shared_sweep for k, v in shared.items()}})
             ident = name if not point else \
                 f"{name}[{','.join(f'{k}={_fmt(v)}' for k, v in point.items())}]"
             pin = key_as(entry, axis, name)
@@ -392,6 +394,26 @@ def axis_points(items: Sequence[Any], axis: str, entry_of: Any,
                 out.append(AxisPoint(ident, name, entry, full,
                                      str(entry.get("label", name)) + suffix, pin))
     return out
+
+
+def check_point_types(axis: str, name: str, entry: Mapping[str, Any],
+                      point: Mapping[str, Any]) -> None:
+    """Refuse a swept value whose type cannot be the parameter's: a non-number where the
+    yaml's default is a number, a non-boolean where it is a boolean (once accepted, then
+    failed in every trial)."""
+    defaults = _merged_params(entry, "default")
+    for key, value in point.items():
+        default = defaults.get(key)
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, int | float):
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+        else:
+            continue
+        if not ok:
+            raise ConfigError(f"{axis}s.{name}: {key}={value!r} is {type(value).__name__}, but "
+                              f"{name}'s {key} is a {type(default).__name__} (default "
+                              f"{default!r})")
 
 
 def expand(cfg: DictConfig) -> list[TrialSpec]:

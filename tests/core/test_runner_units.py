@@ -328,3 +328,13 @@ def test_sweep_points_naming_no_method_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"sweep_points names 'binag', which is no method "
                                           r"\(did you mean 'binagg'\?\)"):
         expand(cfg)
+
+
+def test_a_swept_value_of_the_wrong_type_is_refused_before_any_trial() -> None:
+    from dpbench.cli import compose_config
+    from dpbench.runner.grid import ConfigError, expand
+
+    cfg = compose_config(["experiment=binagg_ablation", "methods=[{binagg: {theta: [abc]}}]"])
+    with pytest.raises(ConfigError, match=r"methods\.binagg: theta='abc' is str, but binagg's "
+                                          r"theta is a (int|float)"):
+        expand(cfg)
