@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,8 +24,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from dpbench import compile_cache
 from dpbench.data.files import DataError
-from dpbench.entry import version_text  # noqa: F401  (cli.version_text: the one text)
-from dpbench.roots import conf_dirs
+from dpbench.roots import conf_dirs, version_text  # noqa: F401  (cli.version_text)
 from dpbench.runner.grid import (
     ConfigError,
     RefusedCell,
@@ -686,7 +685,7 @@ def cmd_leaderboard(overrides: Sequence[str]) -> int:
     ``<results_dir>/leaderboard/<experiment>-<profile>/``; say which were skipped. Without
     ``profile=``, a grid never run is built only if all its trials are stored (as
     ``figures``)."""
-    from dpbench.report.leaderboard import write_board
+    from dpbench.report.board_files import write_board
 
     arenas = [n for n in choices("experiment") if is_arena(n)]
     base = compose_config(list(overrides))
@@ -744,25 +743,18 @@ def arena_board(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
     return board, specs
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The ``dpbench`` command (``dpbench.entry.main``: parse, then :func:`dispatch`)."""
-    from dpbench.entry import main as entry_main
-
-    return entry_main(argv)
-
-
-def dispatch(args: argparse.Namespace) -> int:
-    """Run the parsed command; a bad input is one line on stderr and exit status 2, an
+def dispatch(args: argparse.Namespace,
+             more: Mapping[str, Callable[[Sequence[str]], int]] | None = None) -> int:
+    """Run the parsed command (``more``: commands defined outside this module, by name,
+    each taking the overrides); a bad input is one line on stderr and exit status 2, an
     interruption says that finished trials are stored."""
     try:
+        if more and args.command in more:
+            return more[args.command](args.overrides)
         if args.command == "figures":
             return cmd_figures(args.overrides)
         if args.command == "leaderboard":
             return cmd_leaderboard(args.overrides)
-        if args.command == "site":
-            from dpbench.site.command import cmd_site
-
-            return cmd_site(args.overrides)
         if args.command == "list":
             return cmd_list(args.what)
         cfg = compose_config(args.overrides)
@@ -811,9 +803,3 @@ def cmd_list(groups: Sequence[str]) -> int:
 
 def _cfg_yaml(cfg: DictConfig) -> str:  # pragma: no cover - debugging aid
     return OmegaConf.to_yaml(cfg)
-
-
-if __name__ == "__main__":   # as the package's module: every import shares its error classes
-    from dpbench.entry import main as entry_main
-
-    sys.exit(entry_main())

@@ -23,24 +23,12 @@ COMMANDS = [("run", "run (or resume) an experiment's grid"),
             ("list", "experiments, methods and datasets, with what each serves")]
 
 
-def version_text() -> str:
-    """``dpbench <version> (commit <sha>)``: what ``--version`` prints and every trial
-    record keeps (``versions.dpbench``, ``commit``)."""
-    from importlib import metadata
-
-    from dpbench.roots import commit
-
-    try:
-        ver = metadata.version("dpbench")
-    except metadata.PackageNotFoundError:
-        ver = "unknown"
-    return f"dpbench {ver} (commit {commit()})"
-
-
 class _Version(argparse.Action):
     """``--version``: the text is computed only when asked for (it runs git)."""
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kw: object) -> None:
+        from dpbench.roots import version_text
+
         print(version_text())            # on stdout, as argparse's own version action
         parser.exit()
 
@@ -82,7 +70,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from dpbench.cli import dispatch
 
-    return dispatch(args)
+    return dispatch(args, {"site": _site})
+
+
+def _site(overrides: Sequence[str]) -> int:
+    """``dpbench site`` (its module imported only for this command)."""
+    from dpbench.site.command import cmd_site
+
+    return cmd_site(overrides)
 
 
 if __name__ == "__main__":

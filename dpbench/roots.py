@@ -56,3 +56,15 @@ def commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (head + ("-dirty" if dirty else "")) if head else "unknown"
+
+
+def version_text() -> str:
+    """``dpbench <version> (commit <sha>)``: what ``--version`` prints and every trial
+    record keeps (``versions.dpbench``, ``commit``)."""
+    from importlib import metadata
+
+    try:
+        ver = metadata.version("dpbench")
+    except metadata.PackageNotFoundError:
+        ver = "unknown"
+    return f"dpbench {ver} (commit {commit()})"

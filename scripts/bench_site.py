@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from dpbench.cli import main
+from dpbench.entry import main
 
 
 def timed(argv: list[str]) -> tuple[float, str]:

@@ -29,7 +29,7 @@ def stored_metrics(results: Path) -> dict[str, dict]:
 
 def dpbench_cmd(*args: str) -> list[str]:
     """The dpbench CLI of this checkout, run with the current interpreter."""
-    return [sys.executable, "-m", "dpbench.cli", *args]
+    return [sys.executable, "-m", "dpbench.entry", *args]
 
 
 def run_cli(*args: str, env: dict[str, str | None] | None = None,

@@ -1,6 +1,7 @@
 """Arena leaderboards: every method of one arena experiment, per (epsilon, dataset), on the
 task's primary metric, written as ``board.md``, ``board.tex``, ``board.json`` and
-``board.csv``, with a quality / time Pareto plot per dataset and a mean-rank plot.
+``board.csv`` (``report.board_files``, with a quality / time Pareto plot per dataset and a
+mean-rank plot).
 
 The rules, stated on every board:
 
@@ -40,7 +41,6 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -677,17 +677,3 @@ def to_frame(board: Board) -> pd.DataFrame:
                           "metric": h.metric, **asdict(r)}
                          for t in board.tables for r in t.rows])
     return rows.astype({"rank": "Int64"}) if "rank" in rows else rows
-
-
-def write_board(board: Board, out: Path) -> list[Path]:
-    """``board.md``, ``board.tex``, ``board.json`` and ``board.csv`` in ``out``, then the
-    plots (``report.board_plots``): ``pareto-<dataset>`` and ``mean_ranks``, PNG and PDF."""
-    from dpbench.report.board_plots import pareto_plots, ranks_plot
-
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"board.{ext}" for ext in ("md", "tex", "json", "csv")]
-    paths[0].write_text(to_markdown(board))
-    paths[1].write_text(to_latex(board))
-    paths[2].write_text(to_json(board) + "\n")
-    to_frame(board).to_csv(paths[3], index=False)
-    return paths + pareto_plots(board, out) + ranks_plot(board, out)

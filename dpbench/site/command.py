@@ -14,11 +14,12 @@ from omegaconf import DictConfig, OmegaConf
 from dpbench import cli
 from dpbench.catalog import description
 from dpbench.report.privacy import alerts, budget_note, neighbours_note
-from dpbench.roots import commit, paper_dir, papers_dirs
+from dpbench.roots import commit, paper_dir, papers_dirs, version_text
 from dpbench.runner.grid import choices, entries
 from dpbench.runner.local import progress_bar
 from dpbench.runner.store import ResultStore
 from dpbench.site import build
+from dpbench.site.html import TEMPLATES
 from dpbench.site.model import (
     ARENA,
     EXPERIMENT,
@@ -51,9 +52,10 @@ def paper_of(cfg: DictConfig) -> build.Paper | None:
 
 
 def inputs(cfg: DictConfig) -> list[Path]:
-    """The files a page depends on beyond its trials: its experiment and figure yamls and
-    its paper's folder (numbers, claims, notes)."""
-    files = [entries("experiment")[str(cfg.experiment.name)]]
+    """The files a page depends on beyond its trials and the code commit: its experiment
+    and figure yamls, its paper's folder (numbers, claims, notes) and the site's templates
+    (so an edit shows before it is committed)."""
+    files = [entries("experiment")[str(cfg.experiment.name)], *TEMPLATES.iterdir()]
     figs = entries("figure")
     files += [figs[f] for f in cfg.experiment.get("figures") or [] if isinstance(f, str)
               and f in figs]
@@ -82,7 +84,7 @@ def page_of(cfg: DictConfig, store: ResultStore, out: Path, version: str
     ctx = build.common("../", papers(), version)
     if arena:
         board, specs = cli.arena_board(cfg, store, specs, refused)
-        from dpbench.report.leaderboard import write_board
+        from dpbench.report.board_files import write_board
 
         paths = write_board(board, folder)
     frame, short = cli.report_inputs(cfg, specs)
@@ -124,7 +126,7 @@ def cmd_site(overrides: Sequence[str]) -> int:
     runs = [(e, p) for e, p in store.runs() if e in names
             and (not cli.given(overrides, "experiment") or e == base.experiment.name)
             and (not cli.given(overrides, "profile") or p == base.profile.name)]
-    version = cli.version_text()
+    version = version_text()
     pages: list[Page] = []
     rebuilt = 0
     with progress_bar(disable=not base.runner.get("progress", True)) as bar:

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpbench.cli import compose_config, main
+from dpbench.cli import compose_config
+from dpbench.entry import main
 from dpbench.runner.grid import expand_cells
 
 TOY_MODULE = '''

@@ -47,7 +47,7 @@ def test_an_unknown_key_or_kind_is_refused_in_one_line() -> None:
 
 def test_run_refuses_a_bad_figure_spec_before_any_trial(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from dpbench.cli import main
+    from dpbench.entry import main
 
     code = main(["run", "experiment=linreg_adult", "profile=smoke", f"results_dir={tmp_path}",
                  "methods=[public]", "+experiment.figures=[{kind: metric_vs_eps, name: x, "

@@ -129,7 +129,7 @@ def test_a_trials_override_capped_by_the_profile_is_said() -> None:
 ])
 def test_a_typo_gets_a_did_you_mean(argv: list[str], hint: str,
                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from dpbench.cli import main
+    from dpbench.entry import main
 
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -143,7 +143,7 @@ def test_no_hint_when_nothing_is_close() -> None:
 
 
 def test_version_names_the_release_and_the_commit(capsys: pytest.CaptureFixture[str]) -> None:
-    from dpbench.cli import main
+    from dpbench.entry import main
 
     with pytest.raises(SystemExit) as exc:
         main(["--version"])

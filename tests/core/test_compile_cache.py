@@ -158,11 +158,11 @@ def test_a_bad_cap_is_one_line_naming_the_value_and_the_choices(monkeypatch, raw
 
 
 def test_a_bad_cap_stops_the_command_before_any_work(tmp_path, monkeypatch, capsys):
-    from dpbench import cli
+    from dpbench import entry
     monkeypatch.setenv(compile_cache.MAX_MB_ENV, "lots")
     results = tmp_path / "results"
-    code = cli.main(["run", "experiment=linreg_adult", "profile=smoke",
-                     f"results_dir={results}"])
+    code = entry.main(["run", "experiment=linreg_adult", "profile=smoke",
+                       f"results_dir={results}"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.count("\n") == 0 and "'lots'" in err, err
     assert not results.exists()                               # nothing started, nothing written

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dpbench import cli
+from dpbench import cli, entry
 from dpbench.report import leaderboard as lb
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import ResultStore
@@ -161,7 +161,9 @@ def test_mean_ranks_and_pareto(board) -> None:
 
 def test_outputs_json_round_trip_markdown_latex_csv(board, tmp_path: Path) -> None:
     b, specs = board
-    paths = lb.write_board(b, tmp_path / "out")
+    from dpbench.report.board_files import write_board
+
+    paths = write_board(b, tmp_path / "out")
     assert [p.name for p in paths][:4] == ["board.md", "board.tex", "board.json", "board.csv"]
     plots = {p.name for p in paths[4:]}
     assert {f"pareto-{t.dataset}.{ext}" for t in b.tables for ext in ("png", "pdf")} <= plots
@@ -228,7 +230,7 @@ def test_cli_writes_the_board_of_an_arena_and_refuses_others(
     for s in specs:
         store.put(record(s, level[s.method] + 0.01 * s.trial))
     store.mark_run("toy_arena", "smoke", len(specs))
-    assert cli.main(["leaderboard", f"results_dir={results}"]) == 0
+    assert entry.main(["leaderboard", f"results_dir={results}"]) == 0
     out = capsys.readouterr().out
     board_dir = results / "leaderboard" / "toy_arena-smoke"
     assert str(board_dir / "board.md") in out, out
@@ -237,11 +239,11 @@ def test_cli_writes_the_board_of_an_arena_and_refuses_others(
     board = lb.from_json((board_dir / "board.json").read_text())
     rows = {r.method: r for r in board.tables[0].rows}
     assert rows["adassp"].winner and not rows["public"].ranked and not rows["ssp"].ranked
-    assert cli.main(["leaderboard", "experiment=linreg_adult"]) == 2
+    assert entry.main(["leaderboard", "experiment=linreg_adult"]) == 2
     err = capsys.readouterr().err
     assert "'linreg_adult' is not an arena experiment" in err and "toy_arena" in err
     assert len(err.strip().splitlines()) == 1
-    assert cli.main(["leaderboard", "experiment=no_such_arena"]) == 2
+    assert entry.main(["leaderboard", "experiment=no_such_arena"]) == 2
     assert "unknown experiment 'no_such_arena'; valid: " in capsys.readouterr().err
 
 

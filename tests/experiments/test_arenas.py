@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from conftest import smoke_results
 
-from dpbench.cli import arena_grid, compose_config, is_arena, main
+from dpbench.cli import arena_grid, compose_config, is_arena
+from dpbench.entry import main
 from dpbench.runner.grid import choices
 from dpbench.runner.store import OK, ResultStore
 

@@ -21,8 +21,9 @@ from conftest import smoke_results
 from raw_fixtures import fake_fire, fake_pums, fake_taxi, write_fire, write_pums, write_taxi
 from smoke_grids import NARROW
 
-from dpbench.cli import is_arena, main
+from dpbench.cli import is_arena
 from dpbench.data import discrete, files, uci
+from dpbench.entry import main
 from dpbench.runner.grid import choices
 from dpbench.runner.store import OK, ResultStore
 

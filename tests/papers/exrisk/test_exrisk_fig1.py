@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpbench.cli import main
 from dpbench.data.base import Split
+from dpbench.entry import main
 from dpbench.methods.outputs import LinearFit
 from dpbench.privacy.accountant import Accountant
 from dpbench.runner.execute import import_object

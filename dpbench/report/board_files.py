@@ -1,6 +1,7 @@
-"""The plots of an arena board (PNG + PDF through ``render.save``): per dataset, quality
-against median fit time with the Pareto front joined, one panel per epsilon; and each
-method's mean rank against epsilon."""
+"""The files of an arena board: ``board.md``, ``board.tex``, ``board.json``, ``board.csv``
+(``report.leaderboard``'s renderings) and its plots (PNG + PDF through ``render.save``): per
+dataset, quality against median fit time with the Pareto front joined, one panel per
+epsilon; and each method's mean rank against epsilon."""
 
 from __future__ import annotations
 
@@ -8,10 +9,31 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from dpbench.report.leaderboard import BASELINE, METHOD, REFERENCE, Board
+from dpbench.report.leaderboard import (
+    BASELINE,
+    METHOD,
+    REFERENCE,
+    Board,
+    to_frame,
+    to_json,
+    to_latex,
+    to_markdown,
+)
 from dpbench.report.render import save
 
 MARKERS = {METHOD: "o", BASELINE: "s"}
+
+
+def write_board(board: Board, out: Path) -> list[Path]:
+    """``board.md``, ``board.tex``, ``board.json`` and ``board.csv`` in ``out``, then the
+    plots: ``pareto-<dataset>`` and ``mean_ranks``, PNG and PDF."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"board.{ext}" for ext in ("md", "tex", "json", "csv")]
+    paths[0].write_text(to_markdown(board))
+    paths[1].write_text(to_latex(board))
+    paths[2].write_text(to_json(board) + "\n")
+    to_frame(board).to_csv(paths[3], index=False)
+    return paths + pareto_plots(board, out) + ranks_plot(board, out)
 
 
 def pareto_plots(board: Board, out: Path) -> list[Path]:
