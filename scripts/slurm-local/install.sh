@@ -11,12 +11,9 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 
-missing=()
-for p in "${PKGS[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-        missing+=("$p")
-    fi
-done
+# shellcheck source=../lib/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/apt.sh"
+mapfile -t missing < <(missing_packages "${PKGS[@]}")
 if [ "${#missing[@]}" -eq 0 ]; then
     echo "slurm-local: packages already installed"
     exit 0
