@@ -65,6 +65,7 @@ lint: install
 
 bench: install      ## speed benchmarks (ratios against an in-process baseline)
 	$(PY) scripts/bench_runner.py
+	$(PY) scripts/bench_startup.py
 
 bench-peers: install   ## dpbench's AIM vs smartnoise-synth's, same Adult, eps 0.1 and 1 (own venv .bench-peers-venv; prints its expected duration, ~40 min on 2 idle cores); BENCH_PEERS_ARGS="--exrisk mpdp_heart mpdp_compas --eps 1" for the excess-risk paper's 4-way fits
 	$(PY) scripts/bench_peers.py $(BENCH_PEERS_ARGS)

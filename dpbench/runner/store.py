@@ -8,8 +8,8 @@ failed record is replaced only by a later attempt at the same trial.
 **Damaged records.** A record file that cannot be read (bytes that are not UTF-8, not JSON
 (e.g. truncated by a full disk, or empty), JSON that is not an object) or is incomplete (a
 required field missing or of the wrong type, a key that is not its file's name, an ok record
-without metrics or with a metric, ``privacy.target_delta`` or ``timing.fit_s`` that is not a
-number: :func:`number_problem`) is
+without metrics, with a metric that is neither a number nor null (undefined), or with a
+``privacy.target_delta`` or ``timing.fit_s`` that is not a number: :func:`number_problem`) is
 *damaged*: :meth:`ResultStore.read` returns a :class:`Damage` naming the file and why, it
 never raises, and the trial counts as not done. :meth:`ResultStore.quarantine` moves the file,
 bytes unchanged, to ``<root>/quarantine/`` with a ``.why.json`` beside it (nothing is
@@ -128,14 +128,15 @@ def is_number(value: Any) -> bool:
 
 
 def number_problem(record: dict[str, Any]) -> str | None:
-    """Why an ok record's numbers cannot be averaged: no metric at all, or a metric,
-    ``privacy.target_delta`` or ``timing.fit_s`` that is not a number (a string, a
-    boolean, null, a list...). A metric that is legitimately undefined is stored as NaN,
-    which is a number: the report counts it as missing, never as a value."""
+    """Why an ok record's numbers cannot be averaged: no metric at all, a metric that is
+    neither a number nor null (a string, a boolean, a list...), or a
+    ``privacy.target_delta`` or ``timing.fit_s`` that is not a number. A metric that is
+    legitimately undefined (NaN, inf) is written as null (``execute``: standard JSON): the
+    report reads it as NaN and counts it as a missing trial, never as a value."""
     if not record["metrics"]:
         return "ok record without any metric (metrics is empty)"
     wrong = [f"metrics.{k} is {_json_type(v)}" for k, v in record["metrics"].items()
-             if not is_number(v)]
+             if not (is_number(v) or v is None)]
     wrong += [f"{sec}.{f} is {_json_type(record[sec][f])}"
               for sec, fields in REQUIRED_NESTED.items() for f in fields
               if not is_number(record[sec][f])]

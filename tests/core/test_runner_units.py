@@ -121,8 +121,8 @@ def test_profile_sweep_points_caps_all_or_named_method_sweeps() -> None:
 def record(key: str, status: str = "ok", **fields: object) -> dict:
     """A complete record (every field ResultStore requires), with ``fields`` on top."""
     base = {"key": key, "status": status, "spec": {}}
-    base.update({"metrics": {}, "privacy": {"target_delta": 1e-5}, "timing": {"fit_s": 0.0}}
-                if status == "ok" else {"error": "simulated"})
+    base.update({"metrics": {"mse": 0.5}, "privacy": {"target_delta": 1e-5},
+                 "timing": {"fit_s": 0.0}} if status == "ok" else {"error": "simulated"})
     return {**base, **fields}
 
 

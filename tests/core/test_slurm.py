@@ -211,8 +211,8 @@ def test_trial_states_join_store_log_and_slurm(tmp_path: Path, monkeypatch) -> N
     resubmitted = [{"id": "9", "keys": keys[4:5]}]  # a one-task submission is a plain job
     slurm._write_log(store, {"id": "new", "created_unix": now - 10, "folder": "/g",
                              "arrays": [{"job_id": "9", "tasks": resubmitted}]})
-    store.put({"key": keys[0], "status": OK, "spec": {}, "metrics": {}, "timing": {"fit_s": 0},
-               "privacy": {"target_delta": 1e-5}})  # a complete record (store.REQUIRED)
+    store.put({"key": keys[0], "status": OK, "spec": {}, "metrics": {"mse": 0.5},
+               "timing": {"fit_s": 0}, "privacy": {"target_delta": 1e-5}})  # a complete record
     store.put({"key": keys[2], "status": "failed", "spec": {}, "error": "simulated"})
     answers = {"7_0": "CANCELLED", "7_1": "OUT_OF_MEMORY", "7_2": "RUNNING"}  # 9: not yet known
     monkeypatch.setattr(slurm, "task_states", lambda jobs: answers)
