@@ -13,6 +13,7 @@ import difflib
 import functools
 import inspect
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,15 +43,44 @@ def conf_dir() -> Path:
 
 def entries(group: str) -> dict[str, Path]:
     """Name -> yaml file of every entry of ``conf/<group>/`` (subfolders included) in every
-    root (dpbench.roots); a name is its file stem and must be unique within a group."""
+    root (dpbench.roots); a name is its file stem and must be unique within a group.
+
+    Listed once per version of the folders: the listing is kept with the modification time
+    of every folder it walked (adding, removing or renaming a yaml changes its folder's), so
+    a later call costs a few ``stat`` calls (an arena asks thousands of times)."""
+    roots = tuple(conf_dirs())
+    hit = _LISTINGS.get((group, roots))
+    if hit is not None and all(_mtime(d) == m for d, m in hit[0]):
+        return dict(hit[1])
+    folders: list[tuple[str, int | None]] = []
     found: dict[str, Path] = {}
-    for base in conf_dirs():
-        for path in sorted((base / group).rglob("*.yaml")):
+    for base in roots:
+        top = str(base / group)
+        folders.append((top, _mtime(top)))
+        files: list[tuple[list[str], str]] = []
+        for here, dirs, names in os.walk(top):
+            folders += [(os.path.join(here, d), _mtime(os.path.join(here, d))) for d in dirs]
+            files += [(os.path.relpath(os.path.join(here, n), top).split(os.sep),
+                       os.path.join(here, n)) for n in names if n.endswith(".yaml")]
+        for _, name in sorted(files):          # path order: parts compared one by one
+            path = Path(name)
             if path.stem in found:
                 raise ConfigError(f"{group} {path.stem!r} is defined twice: {found[path.stem]} "
                                   f"and {path}")
             found[path.stem] = path
-    return found
+    _LISTINGS[(group, roots)] = (tuple(folders), found)
+    return dict(found)
+
+
+_LISTINGS: dict[tuple[str, tuple[Path, ...]], tuple[tuple[tuple[str, int | None], ...],
+                                                    dict[str, Path]]] = {}
+
+
+def _mtime(folder: str) -> int | None:
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return None
 
 
 def choices(group: str) -> list[str]:

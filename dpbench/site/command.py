@@ -4,11 +4,13 @@ data files (``dpbench.site``)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from joblib import Parallel, delayed
 from omegaconf import DictConfig, OmegaConf
 
 from dpbench import cli
@@ -65,19 +67,21 @@ def inputs(cfg: DictConfig) -> list[Path]:
     return files
 
 
-def page_of(cfg: DictConfig, store: ResultStore, out: Path, version: str
-            ) -> tuple[Page, bool]:
-    """The page of one composed grid, rebuilt only if its fingerprint changed; and whether
-    it was rebuilt."""
+def page_fingerprint(cfg: DictConfig, store: ResultStore, version: str) -> str:
+    """What one composed grid's page is built from: its trials, config, code and inputs."""
+    specs = cli.arena_grid(cfg, data=False)[0] if cfg.experiment.get("arena") else cli.grid(cfg)
+    config = f"{commit()}\n{version}\n{OmegaConf.to_yaml(cfg, resolve=True)}"
+    return fingerprint(specs, store, config, inputs(cfg))
+
+
+def build_page(cfg: DictConfig, store: ResultStore, out: Path, fp: str) -> Page:
+    """Write the page of one composed grid into ``out/<experiment>-<profile>`` (its figures,
+    tables, board and ``index.html``) and save it with its fingerprint ``fp``."""
     name, profile = str(cfg.experiment.name), str(cfg.profile.name)
     arena = bool(cfg.experiment.get("arena"))
     specs, refused = cli.arena_grid(cfg, data=False) if arena else (cli.grid(cfg), [])
     folder = out / f"{name}-{profile}"
-    config = f"{commit()}\n{version}\n{OmegaConf.to_yaml(cfg, resolve=True)}"
-    fp = fingerprint(specs, store, config, inputs(cfg))
-    cached = Page.load(folder, fp)
-    if cached is not None:
-        return cached, False
+    version = version_text()
     shutil.rmtree(folder, ignore_errors=True)     # derived files only: the store is untouched
     folder.mkdir(parents=True)
     origin = cli.origin_text(cfg, specs)
@@ -112,7 +116,22 @@ def page_of(cfg: DictConfig, store: ResultStore, out: Path, version: str
                                     {f["name"]: f["kind"] for f in figures},
                                     str(experiment.get("note") or ""), paper_of(cfg), ctx)
     page.save(folder, fp)
-    return page, True
+    return page
+
+
+def _build_in_worker(cfg: DictConfig, store_root: str, out: str, fp: str) -> Page:
+    """:func:`build_page` in a worker process (headless plotting, its own store handle)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    return build_page(cfg, ResultStore(store_root), Path(out), fp)
+
+
+def site_workers(overrides: Sequence[str], cfg: DictConfig, stale: int) -> int:
+    """Worker processes for ``stale`` pages: ``runner.n_jobs`` when given, else one per core
+    (pages are plotting, light on memory), never more than the pages."""
+    n = int(cfg.runner.n_jobs) if cli.given(overrides, "runner.n_jobs") else -1
+    return max(1, min(stale, (os.cpu_count() or 1) if n == -1 else n))
 
 
 def cmd_site(overrides: Sequence[str]) -> int:
@@ -127,18 +146,30 @@ def cmd_site(overrides: Sequence[str]) -> int:
             and (not cli.given(overrides, "experiment") or e == base.experiment.name)
             and (not cli.given(overrides, "profile") or p == base.profile.name)]
     version = version_text()
-    pages: list[Page] = []
-    rebuilt = 0
+    pages: dict[int, Page] = {}
+    stale: list[tuple[int, DictConfig, str]] = []
+    for i, (experiment, profile) in enumerate(runs):
+        cfg = cli.compose_config([*overrides, f"experiment={experiment}", f"profile={profile}"])
+        fp = page_fingerprint(cfg, store, version)
+        cached = Page.load(out / f"{experiment}-{profile}", fp)
+        if cached is None:
+            stale.append((i, cfg, fp))
+        else:
+            pages[i] = cached
+    workers = site_workers(overrides, base, len(stale))
     with progress_bar(disable=not base.runner.get("progress", True)) as bar:
-        task = bar.add_task("site", total=len(runs), status="")
-        for experiment, profile in runs:
-            bar.update(task, status=f"{experiment} ({profile})")
-            cfg = cli.compose_config([*overrides, f"experiment={experiment}",
-                                      f"profile={profile}"])
-            page, fresh = page_of(cfg, store, out, version)
-            pages.append(page)
-            rebuilt += fresh
+        task = bar.add_task("site", total=len(stale), status=f"{workers} worker(s)")
+        if workers == 1:
+            built = (build_page(cfg, store, out, fp) for _, cfg, fp in stale)
+        else:
+            built = Parallel(n_jobs=workers, return_as="generator")(
+                delayed(_build_in_worker)(cfg, str(store.root), str(out), fp)
+                for _, cfg, fp in stale)
+        for (i, _, _), page in zip(stale, built, strict=True):
+            pages[i] = page
             bar.advance(task)
+    rebuilt = len(stale)
+    pages = [pages[i] for i in range(len(runs))]
     experiments = {n: None if cli.is_arena(n) else str(cli.experiment_field(n, "paper") or "")
                    for n in sorted(names)}
     build.write_index(out, papers(), experiments,
