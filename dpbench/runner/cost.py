@@ -8,13 +8,17 @@ Each trial to run gets its figures from the first of these that has them:
    their mean seconds, the longest of them, their largest peak memory;
 2. **model**: a per-method cost model fitted on the stored ok trials of the same method
    class and budget unit, in any experiment: least squares of log seconds on the logs of
-   the trial's features that vary among those trials (training rows ``n`` and columns ``d``
-   of its dataset, as stored trials of that dataset recorded them; the budget; numeric
-   method parameters), features dropped last first until the trials outnumber the
-   coefficients by two and the fit is of full rank; with no feature left, the median of
-   the method's trials (**median**). The longest to expect is the estimate times the
-   largest ratio of actual to fitted time among the trials fitted; memory is the largest
-   peak of the method's trials on the same dataset, else on any;
+   the trial's features whose stored values span at least a factor of ``MIN_SPAN``
+   (training rows ``n`` and columns ``d`` of its dataset, as stored trials of that dataset
+   recorded them; the budget; numeric method parameters), features dropped last first
+   until the distinct settings outnumber the coefficients by one and the fit is of full
+   rank; with no feature left, the median of the method's trials (**median**). The model
+   does not extrapolate: a feature beyond its stored values is held at the nearest one
+   and the trial is named as reaching beyond them (an underestimate where the cost grows
+   with it; a slope fitted on a narrow range, extrapolated, gave hours for seconds). The
+   longest to expect is the estimate times the largest ratio of actual to fitted time
+   among the trials fitted; memory is the largest peak of the method's trials on the
+   same dataset, else on any;
 3. **unknown**: counted and named, never given a number.
 
 Seconds are a trial's recorded data + fit + evaluation time (``timing``), without the
@@ -50,6 +54,8 @@ SOURCE_TEXT = {SAME_CELL: "stored trials of the same cells", MODEL: "a per-metho
 #: headroom asked of runner.timeout_min over the longest task and of runner.mem_gb over
 #: the largest peak memory (trial times vary between machines and sittings; memory less)
 TIME_MARGIN, MEM_MARGIN = 1.5, 1.25
+#: a feature enters a model only if its stored values span at least this factor
+MIN_SPAN = 2.0
 #: the features a model tries, in the order they are kept (numeric method parameters last)
 BASE_FEATURES = ("n", "eps", "d")
 FEATURE_TEXT = {"n": "training rows", "d": "columns", "eps": "budget",
@@ -188,7 +194,9 @@ class Estimator:
         mem = _max_mem(t for t in group if self._data[id(t)] == data)
         mem = _max_mem(group) if mem is None else mem
         if names:
-            x = np.array([1.0, *(want[k] for k in names)])
+            ranges = self._ranges[group_of(spec)]
+            x = np.array([1.0, *(min(max(want[k], ranges[k][0]), ranges[k][1])
+                                 for k in names)])
             seconds, source = math.exp(float(x @ coef)), MODEL
         else:
             seconds, source = float(coef[0]), MEDIAN
@@ -201,7 +209,8 @@ class Estimator:
         features ``want``; no feature kept: ``coef[0]`` is the group's median seconds."""
         ranges = self._ranges[group]
         order = [*BASE_FEATURES, *sorted(k for k in want if k not in BASE_FEATURES)]
-        names = [k for k in order if k in want and k in ranges and ranges[k][0] < ranges[k][1]]
+        names = [k for k in order if k in want and k in ranges
+                 and ranges[k][1] - ranges[k][0] >= math.log(MIN_SPAN) - 1e-12]
         cache_key = (group, tuple(names))
         if cache_key in self._fits:
             return self._fits[cache_key]
@@ -210,7 +219,8 @@ class Estimator:
         while names:
             use = [(f, s) for f, s in rows if all(k in f for k in names)]
             x = np.array([[1.0, *(f[k] for k in names)] for f, _ in use])
-            if len(use) >= len(names) + 3 and np.linalg.matrix_rank(x) == len(names) + 1:
+            settings = len({tuple(np.round(row, 12)) for row in x})
+            if settings >= len(names) + 2 and np.linalg.matrix_rank(x) == len(names) + 1:
                 y = np.log([s for _, s in use])
                 coef = np.linalg.lstsq(x, y, rcond=None)[0]
                 fit = (tuple(names), coef, math.exp(max(0.0, float(np.max(y - x @ coef)))))
@@ -340,11 +350,12 @@ def cost_lines(cost: Cost, *, workers: int | None = None,
     beyond = Counter(k for s in todo for k in cost.estimates[s.key].beyond)
     if beyond:
         n = sum(bool(cost.estimates[s.key].beyond) for s in todo)
-        out.append(f"note: {n} estimate(s) extrapolate the method's stored trials, take them as "
-                   "rough (trials beyond the stored values, by feature: "
+        out.append(f"note: {n} estimate(s) reach beyond the method's stored trials (trials "
+                   "per feature: "
                    + ", ".join(f"{FEATURE_TEXT.get(k, k.removeprefix('param.'))} {c}"
                                for k, c in sorted(beyond.items()))
-                   + ")")
+                   + "); a feature the stored trials never varied is taken not to matter: "
+                   "rough figures")
     known = cost.known
     longest = max(known, key=lambda s: cost.estimates[s.key].longest, default=None)
     mems = [s for s in known if cost.estimates[s.key].mem_mb is not None]
@@ -377,7 +388,7 @@ def _slurm_lines(cost: Cost, slurm: SlurmLimits, peak_mb: float | None,
     out = [f"slurm: {len(tasks)} array task(s) of up to {slurm.trials_per_task} trial(s) "
            f"(runner.trials_per_task), {slurm.array_parallelism} at once "
            f"(runner.array_parallelism; arrays split at the cluster's MaxArraySize): "
-           f"~{duration(wall)} wall, longest task ~{duration(worst)}"]
+           f"~{duration(wall)} wall, the longest task up to ~{duration(worst)}"]
     known = "" if not blind else f" whose cost is known ({blind} hold trials of unknown cost)"
     need_min = math.ceil(worst * TIME_MARGIN / 60)
     if need_min <= slurm.timeout_min:

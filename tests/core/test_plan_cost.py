@@ -76,8 +76,8 @@ def test_model_recovers_a_power_law_and_names_its_extrapolation(tmp_path: Path) 
     assert inside.source == MODEL and inside.beyond == ()
     assert inside.seconds == pytest.approx(law(4000, 0.7, 4), rel=1e-9)
     assert inside.longest == pytest.approx(inside.seconds, rel=1e-6)   # no residual
-    beyond = est.estimate(spec("d2", "m", 4.0, k=4))
-    assert beyond.seconds == pytest.approx(law(2000, 4.0, 4), rel=1e-9)
+    beyond = est.estimate(spec("d2", "m", 4.0, k=4))      # held at the largest eps stored
+    assert beyond.seconds == pytest.approx(law(2000, 2.0, 4), rel=1e-9)
     assert beyond.beyond == ("eps",)
     unsized = est.estimate(spec("d9", "m", 1.0, k=4))      # no stored trial of d9
     assert unsized.source == MODEL and "size" in unsized.beyond
@@ -85,8 +85,8 @@ def test_model_recovers_a_power_law_and_names_its_extrapolation(tmp_path: Path) 
 
 def test_few_trials_give_the_median_and_an_unseen_method_is_unknown(tmp_path: Path) -> None:
     store = ResultStore(tmp_path)
-    for i, eps in enumerate((0.5, 1.0, 2.0)):       # 3 trials: too few for eps's 2 coefficients
-        put(store, spec("a", "m", eps), [1.0, 2.0, 9.0][i])
+    for i, eps in enumerate((0.5, 1.0, 1.0)):   # 2 settings: too few for eps's 2 coefficients
+        put(store, spec("a", "m", eps, i), [1.0, 2.0, 9.0][i])
     est = Estimator(stored_trials(store))
     med = est.estimate(spec("a", "m", 4.0))
     assert med.source == MEDIAN and med.seconds == 2.0 and med.longest == pytest.approx(9.0)
@@ -162,11 +162,11 @@ def test_estimate_against_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[st
     base = ["experiment=linreg_adult", "methods=[ssp]", "profile=smoke", "trials=3",
             "profile.trials=3", "profile.max_epsilons=null", f"results_dir={tmp_path}"]
     run = ["runner.progress=false", "runner.n_jobs=1"]
-    assert main(["run", *base, "epsilons=[0.1,1]", *run]) == 0
+    assert main(["run", *base, "epsilons=[0.1,1,2]", *run]) == 0
     store = ResultStore(tmp_path / "store")
-    done = grid(compose_config([*base, "epsilons=[0.1,1]"]))
+    done = grid(compose_config([*base, "epsilons=[0.1,1,2]"]))
     recorded = {s.key: record_seconds(store.get(s.key)) for s in done}
-    again = [s for s in grid(compose_config([*base, "epsilons=[0.1,1]", "trials=4",
+    again = [s for s in grid(compose_config([*base, "epsilons=[0.1,1,2]", "trials=4",
                                              "profile.trials=4"])) if s.trial == 3]
     cost = grid_cost(again, again, store)
     for s in again:
