@@ -49,8 +49,9 @@ from dpbench.runner.store import OK, ResultStore, is_number
 
 SAME_CELL, MODEL, MEDIAN, UNKNOWN = "same cell", "model", "median", "unknown"
 #: what each source is called in the plan
-SOURCE_TEXT = {SAME_CELL: "stored trials of the same cells", MODEL: "a per-method model",
-               MEDIAN: "the method's median", UNKNOWN: "unknown"}
+SOURCE_TEXT = {SAME_CELL: "from stored trials of the same cells",
+               MODEL: "from a per-method model", MEDIAN: "from the method's median",
+               UNKNOWN: "unknown"}
 #: headroom asked of runner.timeout_min over the longest task and of runner.mem_gb over
 #: the largest peak memory (trial times vary between machines and sittings; memory less)
 TIME_MARGIN, MEM_MARGIN = 1.5, 1.25
@@ -275,6 +276,13 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def cpu(seconds: float) -> str:
+    """``2.31 CPU-hours``, or under 0.1 of an hour ``12 min of CPU time``."""
+    if seconds >= 360:
+        return f"{seconds / 3600:.2f} CPU-hours"
+    return f"{duration(seconds)} of CPU time"
+
+
 def gigabytes(mib: float) -> str:
     return f"{mib / 1024:.1f} GB"
 
@@ -337,16 +345,20 @@ def cost_lines(cost: Cost, *, workers: int | None = None,
     the first line, the runner's line and the limits that fall short)."""
     todo = cost.todo
     if not todo:
-        return [f"cost: nothing to do; the grid's trials took {cost.done_seconds / 3600:.2f} "
-                "CPU-hours as recorded"]
-    sources = {k: sum(cost.estimates[s.key].source == k for s in todo) for k in SOURCE_TEXT}
+        return [f"cost: nothing to do; the grid's trials took {cpu(cost.done_seconds)} as "
+                "recorded"]
     unknown = cost.unknown()
-    hours = cost.seconds(todo) / 3600
+    unseen = f"methods {', '.join(sorted({s.method for s in unknown}))}"
+    if len(unknown) == len(todo):
+        return [f"cost: unknown for the {len(todo)} trial(s) to do: no stored trial of "
+                f"{unseen} (a smoke run, e.g. profile=smoke, gives `plan` figures to use)"]
+    sources = {k: sum(cost.estimates[s.key].source == k for s in todo) for k in SOURCE_TEXT}
     at_least = "at least " if unknown else ""
-    out = [f"cost: {len(todo)} trial(s) to do, {at_least}{hours:.2f} CPU-hours (whole grid "
-           f"{at_least}{hours + cost.done_seconds / 3600:.2f}); per-trial figures from "
-           + ", ".join(f"{SOURCE_TEXT[k]}: {n}" for k, n in sources.items() if n)
-           + (f" (methods {', '.join(sorted({s.method for s in unknown}))})" if unknown else "")]
+    seconds = cost.seconds(todo)
+    out = [f"cost: {len(todo)} trial(s) to do, {at_least}{cpu(seconds)} (whole grid "
+           f"{at_least}{cpu(seconds + cost.done_seconds)}); figures per trial: "
+           + ", ".join(f"{n} {SOURCE_TEXT[k]}" for k, n in sources.items() if n)
+           + (f" ({unseen}: no stored trial)" if unknown else "")]
     beyond = Counter(k for s in todo for k in cost.estimates[s.key].beyond)
     if beyond:
         n = sum(bool(cost.estimates[s.key].beyond) for s in todo)

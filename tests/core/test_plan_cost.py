@@ -94,14 +94,17 @@ def test_few_trials_give_the_median_and_an_unseen_method_is_unknown(tmp_path: Pa
     assert blank.source == UNKNOWN and blank.seconds is None and blank.mem_mb is None
     todo = [spec("a", "m", 4.0), spec("a", "new", 1.0)]
     lines = cost_lines(grid_cost(todo, todo, store), workers=1)
-    assert "at least 0.00 CPU-hours" in lines[0], lines
-    assert "the method's median: 1" in lines[0] and "unknown: 1 (methods new)" in lines[0]
+    assert "at least 2 s of CPU time" in lines[0], lines
+    assert "1 from the method's median, 1 unknown (methods new: no stored trial)" in lines[0]
+    blind = cost_lines(grid_cost(todo[1:], todo[1:], store), workers=1)
+    assert blind == ["cost: unknown for the 1 trial(s) to do: no stored trial of methods new "
+                     "(a smoke run, e.g. profile=smoke, gives `plan` figures to use)"]
 
 
 def slurm_cost(tmp_path: Path) -> tuple:
-    """Six trials to do of 10 s (eps 1) and 100 s (eps 2, the longest stored 130 s)."""
+    """Six trials to do of 20 s (eps 1) and 100 s (eps 2, the longest stored 130 s)."""
     store = ResultStore(tmp_path)
-    put(store, spec("a", "m", 1.0, 0), 10.0, mem=3000.0)
+    put(store, spec("a", "m", 1.0, 0), 20.0, mem=3000.0)
     put(store, spec("a", "m", 2.0, 0), 70.0)
     put(store, spec("a", "m", 2.0, 1), 130.0)
     todo = [spec("a", "m", e, t) for e in (1.0, 2.0) for t in range(2, 5)]
@@ -127,8 +130,8 @@ def test_slurm_tasks_and_verdicts(tmp_path: Path) -> None:
         "set runner.timeout_min=7" in short, short
     # 3000 MiB x 1.25 = 3.7 GB > 3 GB
     assert "WARNING: runner.mem_gb=3 is short" in short and "set runner.mem_gb=4" in short
-    # CPU-hours: 3 x 10 + 3 x 100 s
-    assert f"{330 / 3600:.2f} CPU-hours" in fits[0]
+    # CPU-hours: 3 x 20 + 3 x 100 s
+    assert "6 trial(s) to do, 0.10 CPU-hours" in fits[0], fits[0]
 
 
 def test_makespan_hands_each_job_to_the_first_free_worker() -> None:
