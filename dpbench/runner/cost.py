@@ -400,7 +400,8 @@ def _slurm_lines(cost: Cost, slurm: SlurmLimits, peak_mb: float | None,
     out = [f"slurm: {len(tasks)} array task(s) of up to {slurm.trials_per_task} trial(s) "
            f"(runner.trials_per_task), {slurm.array_parallelism} at once "
            f"(runner.array_parallelism; arrays split at the cluster's MaxArraySize): "
-           f"~{duration(wall)} wall, the longest task up to ~{duration(worst)}"]
+           f"~{duration(wall)} wall at the expected times, the longest task up to "
+           f"~{duration(worst)}"]
     known = "" if not blind else f" whose cost is known ({blind} hold trials of unknown cost)"
     need_min = math.ceil(worst * TIME_MARGIN / 60)
     if need_min <= slurm.timeout_min:
