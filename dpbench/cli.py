@@ -25,6 +25,7 @@ from omegaconf.errors import OmegaConfBaseException
 from dpbench import compile_cache
 from dpbench.data.files import DataError
 from dpbench.roots import conf_dirs, version_text  # noqa: F401  (cli.version_text)
+from dpbench.runner.cost import SlurmLimits, cost_lines, grid_cost, local_workers, record_seconds
 from dpbench.runner.grid import (
     ConfigError,
     RefusedCell,
@@ -297,6 +298,8 @@ def cmd_run(cfg: DictConfig) -> int:
     if not todo:
         print(*privacy_alerts(specs, store, name), sep="", end="")
         return 0
+    for line in plan_cost(cfg, specs, todo, store, brief=True):
+        print(f"{name}: {line}")
     if cfg.runner.name == "slurm":
         from dpbench.runner import slurm
 
@@ -362,9 +365,22 @@ def trial_seconds(specs: Sequence[TrialSpec], store: ResultStore) -> dict[tuple,
     for s in specs:
         rec = store.get(s.key)
         if rec and rec.get("status") == OK:
-            out.setdefault((s.dataset, s.method, s.epsilon), []).append(
-                float(sum((rec.get("timing") or {}).values())))
+            out.setdefault((s.dataset, s.method, s.epsilon), []).append(record_seconds(rec))
     return out
+
+
+def plan_cost(cfg: DictConfig, specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
+              store: ResultStore, brief: bool = False) -> list[str]:
+    """The cost lines of a plan (``runner.cost``) for the configured runner: the local
+    runner's workers, or the SLURM array's limits (``runner.*`` validated as ``run`` would)."""
+    cost = grid_cost(specs, todo, store)
+    if cfg.runner.name != "slurm":
+        return cost_lines(cost, workers=local_workers(int(cfg.runner.n_jobs)), brief=brief)
+    from dpbench.runner.slurm import SlurmSettings
+
+    s = SlurmSettings.from_cfg(cfg.runner)
+    limits = SlurmLimits(s.timeout_min, s.mem_gb, s.trials_per_task, s.array_parallelism)
+    return cost_lines(cost, slurm=limits, brief=brief)
 
 
 def runnable(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
@@ -389,6 +405,8 @@ def cmd_plan(cfg: DictConfig) -> int:
     print(f"  {cfg.budget_unit}s: {', '.join(f'{e:g}' for e in eps)}; delta: {cfg.delta}; "
           f"trials per cell: {len({s.trial for s in specs})}")
     print(f"  done {total[OK]}, failed {total[FAILED]}, to do {len(specs) - total[OK]}")
+    for line in plan_cost(cfg, specs, pending(specs, store), store):
+        print(f"  {line}")
     if refused:
         print(f"  cells that cannot run (listed on the board): "
               f"{'; '.join(f'{r.method} on {r.dataset}' for r in refused)}")

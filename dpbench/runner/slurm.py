@@ -36,8 +36,9 @@ import submitit
 from omegaconf import DictConfig, OmegaConf
 
 from dpbench import compile_cache
+from dpbench.runner.cost import array_tasks
 from dpbench.runner.execute import HELD, run_trial
-from dpbench.runner.grid import ConfigError, costliest_first
+from dpbench.runner.grid import ConfigError
 from dpbench.runner.slurm_queue import ACTIVE_STATES, SlurmError, max_array_size, task_states
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK, ResultStore
@@ -273,7 +274,7 @@ def submit(cfg: DictConfig, todo: Sequence[TrialSpec], store: ResultStore) -> in
             executor = _executor(settings, folder, name)
         except (RuntimeError, ValueError) as exc:
             return _fail(f"cannot set up the SLURM executor: {exc}")
-        tasks = _chunks(costliest_first(todo), settings.trials_per_task)
+        tasks = array_tasks(todo, settings.trials_per_task)
         for array in _chunks(tasks, limit):
             try:
                 with executor.batch():

@@ -1,0 +1,434 @@
+"""What a grid costs before it runs: per-trial seconds and peak memory from the store, and
+what they mean for a runner (CPU-hours, the longest trial, the wall time with the runner's
+workers, a SLURM array's tasks against ``runner.timeout_min`` and ``runner.mem_gb``).
+
+Each trial to run gets its figures from the first of these that has them:
+
+1. **same cell**: the stored ok trials of its cell (its identity but the trial number):
+   their mean seconds, the longest of them, their largest peak memory;
+2. **model**: a per-method cost model fitted on the stored ok trials of the same method
+   class and budget unit, in any experiment: least squares of log seconds on the logs of
+   the trial's features whose stored values span at least a factor of ``MIN_SPAN``
+   (training rows ``n`` and columns ``d`` of its dataset, as stored trials of that dataset
+   recorded them; the budget; numeric method parameters), features dropped last first
+   until the distinct settings outnumber the coefficients by one and the fit is of full
+   rank; with no feature left, the median of the method's trials (**median**). The model
+   does not extrapolate: a feature beyond its stored values is held at the nearest one
+   and the trial is named as reaching beyond them (an underestimate where the cost grows
+   with it; a slope fitted on a narrow range, extrapolated, gave hours for seconds). The
+   longest to expect is the estimate times the largest ratio of actual to fitted time
+   among the trials fitted; memory is the largest peak of the method's trials on the
+   same dataset, else on any;
+3. **unknown**: counted and named, never given a number.
+
+Seconds are a trial's recorded data + fit + evaluation time (``timing``), without the
+start-up of its process. Memory is the record's ``peak_rss_mb``: the worker process's peak
+resident set during the trial (``execute`` resets the high-water mark as the trial starts),
+so it includes what the process already held (libraries, compiled programs, data of earlier
+trials): what a process running the trial needs, more than the trial alone allocates.
+Records without it give ``maxrss_mb``, the process's peak over its whole life (an upper
+bound).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from heapq import heapify, heapreplace
+from statistics import median
+from typing import Any
+
+import numpy as np
+
+from dpbench.runner.grid import costliest_first
+from dpbench.runner.spec import TrialSpec, digest
+from dpbench.runner.store import OK, ResultStore, is_number
+
+SAME_CELL, MODEL, MEDIAN, UNKNOWN = "same cell", "model", "median", "unknown"
+#: what each source is called in the plan
+SOURCE_TEXT = {SAME_CELL: "from stored trials of the same cells",
+               MODEL: "from a per-method model", MEDIAN: "from the method's median",
+               UNKNOWN: "unknown"}
+#: headroom asked of runner.timeout_min over the longest task and of runner.mem_gb over
+#: the largest peak memory (trial times vary between machines and sittings; memory less)
+TIME_MARGIN, MEM_MARGIN = 1.5, 1.25
+#: a feature enters a model only if its stored values span at least this factor
+MIN_SPAN = 2.0
+#: the features a model tries, in the order they are kept (numeric method parameters last)
+BASE_FEATURES = ("n", "eps", "d")
+FEATURE_TEXT = {"n": "training rows", "d": "columns", "eps": "budget",
+                "size": "dataset never stored (size unknown)"}
+
+
+def record_seconds(record: Mapping[str, Any]) -> float:
+    """A trial's data + fit + evaluation seconds, as its record states them."""
+    return float(sum(v for v in (record.get("timing") or {}).values() if is_number(v)))
+
+
+def record_mem_mb(record: Mapping[str, Any]) -> float | None:
+    """A trial's peak memory in MiB: ``peak_rss_mb``, else ``maxrss_mb``, else None."""
+    for name in ("peak_rss_mb", "maxrss_mb"):
+        if is_number(record.get(name)):
+            return float(record[name])
+    return None
+
+
+def cell_of(spec: TrialSpec) -> str:
+    """The trial's cell: a hash of its identity with the trial number left out."""
+    return digest({**spec.identity(), "trial": None})
+
+
+def data_of(spec: TrialSpec) -> str:
+    """The trial's dataset (name, loader, parameters), whatever its trial number."""
+    return digest({k: v for k, v in spec.data_identity().items() if k != "trial"})
+
+
+def group_of(spec: TrialSpec) -> tuple[str, str]:
+    """What one cost model covers: a method class with its budgets in one unit."""
+    return spec.method_target, spec.budget_unit
+
+
+def features_of(spec: TrialSpec, size: tuple[int, int] | None) -> dict[str, float]:
+    """Log features of a trial: ``n``, ``d`` (when its dataset's size is known), ``eps``
+    and each positive numeric method parameter (``param.<name>``)."""
+    out: dict[str, float] = {}
+    if size:
+        out.update(n=math.log(size[0]), d=math.log(size[1]))
+    if spec.epsilon > 0:
+        out["eps"] = math.log(spec.epsilon)
+    for name, value in spec.method_params.items():
+        if is_number(value) and value > 0:
+            out[f"param.{name}"] = math.log(value)
+    return out
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One stored ok trial, reduced to what its cost tells."""
+
+    spec: TrialSpec
+    seconds: float
+    mem_mb: float | None
+    size: tuple[int, int] | None      # (training rows, columns) of its dataset
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The expected seconds of one trial, the longest to expect, its peak memory (MiB) and
+    where they come from (a source above; all None when unknown). ``beyond``: for a model's
+    estimate, the features whose value lies beyond those of the trials it was fitted on
+    (``size``: the dataset's size is not known), an extrapolation."""
+
+    seconds: float | None
+    longest: float | None
+    mem_mb: float | None
+    source: str
+    beyond: tuple[str, ...] = ()
+
+
+def stored_trials(store: ResultStore) -> list[Stored]:
+    """Every usable ok record of the store whose spec this dpbench reads."""
+    out = []
+    for rec in store.records():
+        if rec.get("status") != OK:
+            continue
+        try:
+            spec = TrialSpec.from_dict(rec["spec"])
+            spec.identity()
+        except (TypeError, KeyError):   # a record of an older or newer spec layout
+            continue
+        n, d = rec.get("n_train"), rec.get("d")
+        size = (int(n), int(d)) if is_number(n) and is_number(d) and n > 0 and d > 0 else None
+        out.append(Stored(spec, record_seconds(rec), record_mem_mb(rec), size))
+    return out
+
+
+@dataclass
+class Estimator:
+    """Per-trial estimates from stored trials (see the module's docstring)."""
+
+    trials: Sequence[Stored]
+    _cells: dict[str, list[Stored]] = field(default_factory=dict, init=False)
+    _groups: dict[tuple[str, str], list[Stored]] = field(default_factory=dict, init=False)
+    _sizes: dict[str, tuple[int, int]] = field(default_factory=dict, init=False)
+    _fits: dict[tuple, tuple] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self._data = {id(t): data_of(t.spec) for t in self.trials}
+        for t in self.trials:
+            self._cells.setdefault(cell_of(t.spec), []).append(t)
+            self._groups.setdefault(group_of(t.spec), []).append(t)
+            if t.size:
+                self._sizes.setdefault(self._data[id(t)], t.size)
+        self._features = {id(t): features_of(t.spec, t.size or self._sizes.get(self._data[id(t)]))
+                          for t in self.trials}
+        self._ranges: dict[tuple[str, str], dict[str, tuple[float, float]]] = {}
+        for group, trials in self._groups.items():
+            seen: dict[str, list[float]] = {}
+            for t in trials:
+                for k, v in self.features(t).items():
+                    seen.setdefault(k, []).append(v)
+            self._ranges[group] = {k: (min(v), max(v)) for k, v in seen.items()}
+
+    def size(self, spec: TrialSpec) -> tuple[int, int] | None:
+        """(training rows, columns) of the trial's dataset, as a stored trial of it says."""
+        return self._sizes.get(data_of(spec))
+
+    def features(self, t: Stored) -> dict[str, float]:
+        return self._features[id(t)]
+
+    def estimate(self, spec: TrialSpec) -> Estimate:
+        """The figures of one trial, from the first source that has them."""
+        same = self._cells.get(cell_of(spec))
+        if same:
+            secs = [t.seconds for t in same]
+            return Estimate(sum(secs) / len(secs), max(secs), _max_mem(same), SAME_CELL)
+        group = self._groups.get(group_of(spec))
+        if not group:
+            return Estimate(None, None, None, UNKNOWN)
+        want = features_of(spec, self.size(spec))
+        names, coef, spread = self._fit(group_of(spec), want)
+        data = data_of(spec)
+        mem = _max_mem(t for t in group if self._data[id(t)] == data)
+        mem = _max_mem(group) if mem is None else mem
+        if names:
+            ranges = self._ranges[group_of(spec)]
+            x = np.array([1.0, *(min(max(want[k], ranges[k][0]), ranges[k][1])
+                                 for k in names)])
+            seconds, source = math.exp(float(x @ coef)), MODEL
+        else:
+            seconds, source = float(coef[0]), MEDIAN
+        return Estimate(seconds, seconds * spread, mem, source,
+                        beyond=self._beyond(group_of(spec), want))
+
+    def _fit(self, group: tuple[str, str], want: Mapping[str, float]
+             ) -> tuple[tuple[str, ...], np.ndarray, float]:
+        """(features kept, coefficients, spread) of ``group``'s model for a trial with the
+        features ``want``; no feature kept: ``coef[0]`` is the group's median seconds."""
+        ranges = self._ranges[group]
+        order = [*BASE_FEATURES, *sorted(k for k in want if k not in BASE_FEATURES)]
+        names = [k for k in order if k in want and k in ranges
+                 and ranges[k][1] - ranges[k][0] >= math.log(MIN_SPAN) - 1e-12]
+        cache_key = (group, tuple(names))
+        if cache_key in self._fits:
+            return self._fits[cache_key]
+        trials = self._groups[group]
+        rows = [(self.features(t), t.seconds) for t in trials if t.seconds > 0]
+        while names:
+            use = [(f, s) for f, s in rows if all(k in f for k in names)]
+            x = np.array([[1.0, *(f[k] for k in names)] for f, _ in use])
+            settings = len({tuple(np.round(row, 12)) for row in x})
+            if settings >= len(names) + 2 and np.linalg.matrix_rank(x) == len(names) + 1:
+                y = np.log([s for _, s in use])
+                coef = np.linalg.lstsq(x, y, rcond=None)[0]
+                fit = (tuple(names), coef, math.exp(max(0.0, float(np.max(y - x @ coef)))))
+                break
+            names.pop()
+        else:
+            secs = [s for _, s in rows] or [t.seconds for t in trials]
+            mid = median(secs)
+            fit = ((), np.array([mid]), max(secs) / mid if mid > 0 else 1.0)
+        self._fits[cache_key] = fit
+        return fit
+
+    def _beyond(self, group: tuple[str, str], want: Mapping[str, float]) -> tuple[str, ...]:
+        """The trial's features beyond the values the group's stored trials had (``size``
+        when its dataset's size is unknown but theirs is known)."""
+        ranges = self._ranges[group]
+        out = [k for k, v in want.items()
+               if k not in ranges or not ranges[k][0] - 1e-9 <= v <= ranges[k][1] + 1e-9]
+        if "n" in ranges and "n" not in want:
+            out.append("size")
+        return tuple(sorted(out))
+
+
+def _max_mem(trials: Iterable[Stored]) -> float | None:
+    mems = [t.mem_mb for t in trials if t.mem_mb is not None]
+    return max(mems) if mems else None
+
+
+def array_tasks(todo: Sequence[TrialSpec], per_task: int) -> list[list[TrialSpec]]:
+    """The SLURM array tasks of ``todo``: its trials in dispatch order
+    (``grid.costliest_first``), ``per_task`` to a task (what ``slurm.submit`` submits)."""
+    order = costliest_first(todo)
+    return [order[i:i + per_task] for i in range(0, len(order), per_task)]
+
+
+def makespan(durations: Sequence[float], workers: int) -> float:
+    """Wall time of running ``durations`` in this order on ``workers`` workers, each job
+    taken by the first worker free (how the local runner and a SLURM array hand them out)."""
+    free = [0.0] * max(1, min(workers, len(durations)))
+    heapify(free)
+    for d in durations:
+        heapreplace(free, free[0] + d)
+    return max(free)
+
+
+def duration(seconds: float) -> str:
+    """``42 s``, ``12 min`` or ``3.2 h``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def cpu(seconds: float) -> str:
+    """``2.31 CPU-hours``, or under 0.1 of an hour ``12 min of CPU time``."""
+    if seconds >= 360:
+        return f"{seconds / 3600:.2f} CPU-hours"
+    return f"{duration(seconds)} of CPU time"
+
+
+def gigabytes(mib: float) -> str:
+    return f"{mib / 1024:.1f} GB"
+
+
+def trial_name(spec: TrialSpec) -> str:
+    return f"{spec.dataset}/{spec.method}/{spec.epsilon:g}"
+
+
+@dataclass(frozen=True)
+class SlurmLimits:
+    """What a SLURM submission is sized by (``conf/runner/slurm.yaml``)."""
+
+    timeout_min: int
+    mem_gb: float
+    trials_per_task: int
+    array_parallelism: int
+
+
+@dataclass(frozen=True)
+class Cost:
+    """The cost of a grid's trials to do (``todo``, with an estimate each) and of its
+    done trials (their recorded seconds)."""
+
+    todo: Sequence[TrialSpec]
+    estimates: Mapping[str, Estimate]
+    done_seconds: float
+
+    @property
+    def known(self) -> list[TrialSpec]:
+        return [s for s in self.todo if self.estimates[s.key].seconds is not None]
+
+    def seconds(self, specs: Iterable[TrialSpec], longest: bool = False) -> float:
+        """Estimated seconds of ``specs`` (their longest with ``longest``), unknown as 0."""
+        return sum((getattr(self.estimates[s.key], "longest" if longest else "seconds") or 0.0)
+                   for s in specs)
+
+    def unknown(self) -> list[TrialSpec]:
+        return [s for s in self.todo if self.estimates[s.key].seconds is None]
+
+
+def grid_cost(specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
+              store: ResultStore) -> Cost:
+    """Estimate each trial of ``todo`` from the store; sum the recorded seconds of the
+    grid's other trials (stored ok)."""
+    est = Estimator(stored_trials(store))
+    pending = {s.key for s in todo}
+    done = 0.0
+    for key in {s.key for s in specs} - pending:
+        rec = store.get(key)
+        if rec and rec.get("status") == OK:
+            done += record_seconds(rec)
+    return Cost(todo, {s.key: est.estimate(s) for s in todo}, done)
+
+
+def cost_lines(cost: Cost, *, workers: int | None = None,
+               slurm: SlurmLimits | None = None, brief: bool = False) -> list[str]:
+    """The plan's cost: CPU-hours and where the figures come from; the longest trial and
+    the largest peak memory; the wall time with ``workers`` local workers, or the SLURM
+    array and whether its limits cover the longest task and the largest peak (``brief``:
+    the first line, the runner's line and the limits that fall short)."""
+    todo = cost.todo
+    if not todo:
+        return [f"cost: nothing to do; the grid's trials took {cpu(cost.done_seconds)} as "
+                "recorded"]
+    unknown = cost.unknown()
+    unseen = f"methods {', '.join(sorted({s.method for s in unknown}))}"
+    if len(unknown) == len(todo):
+        return [f"cost: unknown for the {len(todo)} trial(s) to do: no stored trial of "
+                f"{unseen} (a smoke run, e.g. profile=smoke, gives `plan` figures to use)"]
+    sources = {k: sum(cost.estimates[s.key].source == k for s in todo) for k in SOURCE_TEXT}
+    at_least = "at least " if unknown else ""
+    seconds = cost.seconds(todo)
+    out = [f"cost: {len(todo)} trial(s) to do, {at_least}{cpu(seconds)} (whole grid "
+           f"{at_least}{cpu(seconds + cost.done_seconds)}); figures per trial: "
+           + ", ".join(f"{n} {SOURCE_TEXT[k]}" for k, n in sources.items() if n)
+           + (f" ({unseen}: no stored trial)" if unknown else "")]
+    beyond = Counter(k for s in todo for k in cost.estimates[s.key].beyond)
+    if beyond:
+        n = sum(bool(cost.estimates[s.key].beyond) for s in todo)
+        out.append(f"note: {n} estimate(s) reach beyond the method's stored trials (trials "
+                   "per feature: "
+                   + ", ".join(f"{FEATURE_TEXT.get(k, k.removeprefix('param.'))} {c}"
+                               for k, c in sorted(beyond.items()))
+                   + "); a feature the stored trials never varied is taken not to matter: "
+                   "rough figures")
+    known = cost.known
+    longest = max(known, key=lambda s: cost.estimates[s.key].longest, default=None)
+    mems = [s for s in known if cost.estimates[s.key].mem_mb is not None]
+    peak = max(mems, key=lambda s: cost.estimates[s.key].mem_mb, default=None)
+    if longest and not brief:
+        e = cost.estimates[longest.key]
+        line = (f"longest trial: {trial_name(longest)} ~{duration(e.longest)} "
+                f"({SOURCE_TEXT[e.source]})")
+        if peak:
+            line += (f"; peak memory per trial: {gigabytes(cost.estimates[peak.key].mem_mb)} "
+                     f"({trial_name(peak)}; the worker process's peak during a trial)")
+        out.append(line)
+    peak_mb = cost.estimates[peak.key].mem_mb if peak else None
+    if slurm is None:
+        n = max(1, workers or 1)
+        wall = makespan([cost.estimates[s.key].seconds or 0.0 for s in costliest_first(known)], n)
+        mem = f", up to {n} x {gigabytes(peak_mb)} of memory at once" if peak_mb and n > 1 else ""
+        out.append(f"local: {n} worker(s) (runner.n_jobs), ~{duration(wall)} wall{mem}")
+        return out
+    return out + _slurm_lines(cost, slurm, peak_mb, brief)
+
+
+def _slurm_lines(cost: Cost, slurm: SlurmLimits, peak_mb: float | None,
+                 brief: bool) -> list[str]:
+    """The array of the trials to do and the verdicts on ``timeout_min`` and ``mem_gb``."""
+    tasks = array_tasks(cost.todo, slurm.trials_per_task)
+    blind = sum(any(cost.estimates[s.key].seconds is None for s in t) for t in tasks)
+    wall = makespan([cost.seconds(t) for t in tasks], slurm.array_parallelism)
+    worst = max(cost.seconds(t, longest=True) for t in tasks)
+    out = [f"slurm: {len(tasks)} array task(s) of up to {slurm.trials_per_task} trial(s) "
+           f"(runner.trials_per_task), {slurm.array_parallelism} at once "
+           f"(runner.array_parallelism; arrays split at the cluster's MaxArraySize): "
+           f"~{duration(wall)} wall at the expected times, the longest task up to "
+           f"~{duration(worst)}"]
+    known = "" if not blind else f" whose cost is known ({blind} hold trials of unknown cost)"
+    need_min = math.ceil(worst * TIME_MARGIN / 60)
+    if need_min <= slurm.timeout_min:
+        if not brief:
+            out.append(f"runner.timeout_min={slurm.timeout_min} covers the longest task{known} "
+                       f"(~{duration(worst)}; {need_min} min with a {TIME_MARGIN:g}x margin)")
+    else:
+        out.append(f"WARNING: runner.timeout_min={slurm.timeout_min} is short of the longest "
+                   f"task{known} (~{duration(worst)}; {need_min} min with a {TIME_MARGIN:g}x "
+                   f"margin): set runner.timeout_min={need_min}, or fewer "
+                   "runner.trials_per_task")
+    if peak_mb is None:
+        out.append(f"runner.mem_gb={slurm.mem_gb:g}: no stored trial tells the memory needed")
+        return out
+    need_gb = math.ceil(peak_mb * MEM_MARGIN / 1024)
+    if peak_mb * MEM_MARGIN <= slurm.mem_gb * 1024:
+        if not brief:
+            out.append(f"runner.mem_gb={slurm.mem_gb:g} covers the largest peak memory of a "
+                       f"trial ({gigabytes(peak_mb)}; {gigabytes(peak_mb * MEM_MARGIN)} with a "
+                       f"{MEM_MARGIN:g}x margin)")
+    else:
+        out.append(f"WARNING: runner.mem_gb={slurm.mem_gb:g} is short of the largest peak "
+                   f"memory of a trial ({gigabytes(peak_mb)}; {gigabytes(peak_mb * MEM_MARGIN)} "
+                   f"with a {MEM_MARGIN:g}x margin): set runner.mem_gb={need_gb}")
+    return out
+
+
+def local_workers(n_jobs: int) -> int:
+    """The local runner's worker count for ``runner.n_jobs`` (-1: one per core)."""
+    return (os.cpu_count() or 1) if n_jobs == -1 else max(1, n_jobs)

@@ -1,0 +1,188 @@
+"""The cost in the plan (dpbench/runner/cost.py): per-trial estimates from stored trials of
+the same cell, else a per-method log-linear model, else unknown; the SLURM verdicts; and
+the estimate against a real run."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from dpbench.entry import main
+from dpbench.runner.cost import (
+    MEDIAN,
+    MODEL,
+    SAME_CELL,
+    UNKNOWN,
+    Estimator,
+    SlurmLimits,
+    array_tasks,
+    cost_lines,
+    grid_cost,
+    makespan,
+    record_seconds,
+    stored_trials,
+)
+from dpbench.runner.spec import TrialSpec
+from dpbench.runner.store import ResultStore, record_problem
+
+
+def spec(dataset: str, method: str, eps: float, trial: int = 0, **params: float) -> TrialSpec:
+    return TrialSpec(dataset=dataset, dataset_target="toy.load", dataset_params={"name": dataset},
+                     method=method, method_target=f"toy.{method}", method_params=params,
+                     task="regression", epsilon=eps, delta=1e-5, budget_unit="epsilon",
+                     trial=trial)
+
+
+def put(store: ResultStore, s: TrialSpec, seconds: float, n: int = 1000, d: int = 5,
+        mem: float = 100.0) -> None:
+    """Store a valid ok record of ``s`` that took ``seconds`` (fit 90%, data and eval 5%)."""
+    rec = {"key": s.key, "status": "ok", "spec": s.to_dict(), "metrics": {"mse": 0.5},
+           "privacy": {"target_delta": 1e-5, "target_epsilon": s.epsilon},
+           "timing": {"data_s": 0.05 * seconds, "fit_s": 0.9 * seconds,
+                      "eval_s": 0.05 * seconds},
+           "n_train": n, "d": d, "peak_rss_mb": mem, "maxrss_mb": 2 * mem}
+    assert record_problem(rec, s.key) is None
+    store.put(rec)
+
+
+def test_same_cell_gives_the_stored_mean_longest_and_peak(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    put(store, spec("a", "m", 1.0, 0, k=3), 2.0, mem=300.0)
+    put(store, spec("a", "m", 1.0, 1, k=3), 4.0, mem=200.0)
+    put(store, spec("a", "m", 1.0, 0, k=4), 50.0)          # another cell (a parameter)
+    est = Estimator(stored_trials(store)).estimate(spec("a", "m", 1.0, 7, k=3))
+    assert est.source == SAME_CELL
+    assert est.seconds == pytest.approx(3.0) and est.longest == pytest.approx(4.0)
+    assert est.mem_mb == 300.0 and est.beyond == ()
+
+
+def test_model_recovers_a_power_law_and_names_its_extrapolation(tmp_path: Path) -> None:
+    """Times generated as 0.002 n^1.2 eps^-0.5 k^0.7: the fit is exact to rounding."""
+    store = ResultStore(tmp_path)
+
+    def law(n: int, eps: float, k: float) -> float:
+        return 0.002 * n ** 1.2 * eps ** -0.5 * k ** 0.7
+
+    sizes = {"d1": 1000, "d2": 2000, "d3": 8000}
+    for ds, n in sizes.items():
+        for eps in (0.5, 1.0, 2.0):
+            for k in (2, 8):
+                put(store, spec(ds, "m", eps, k=k), law(n, eps, k), n=n)
+    put(store, spec("d4", "other", 1.0), 1.0, n=4000)       # only tells d4's size
+    est = Estimator(stored_trials(store))
+    inside = est.estimate(spec("d4", "m", 0.7, k=4))
+    assert inside.source == MODEL and inside.beyond == ()
+    assert inside.seconds == pytest.approx(law(4000, 0.7, 4), rel=1e-9)
+    assert inside.longest == pytest.approx(inside.seconds, rel=1e-6)   # no residual
+    beyond = est.estimate(spec("d2", "m", 4.0, k=4))      # held at the largest eps stored
+    assert beyond.seconds == pytest.approx(law(2000, 2.0, 4), rel=1e-9)
+    assert beyond.beyond == ("eps",)
+    unsized = est.estimate(spec("d9", "m", 1.0, k=4))      # no stored trial of d9
+    assert unsized.source == MODEL and "size" in unsized.beyond
+
+
+def test_few_trials_give_the_median_and_an_unseen_method_is_unknown(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    for i, eps in enumerate((0.5, 1.0, 1.0)):   # 2 settings: too few for eps's 2 coefficients
+        put(store, spec("a", "m", eps, i), [1.0, 2.0, 9.0][i])
+    est = Estimator(stored_trials(store))
+    med = est.estimate(spec("a", "m", 4.0))
+    assert med.source == MEDIAN and med.seconds == 2.0 and med.longest == pytest.approx(9.0)
+    blank = est.estimate(spec("a", "new", 1.0))
+    assert blank.source == UNKNOWN and blank.seconds is None and blank.mem_mb is None
+    todo = [spec("a", "m", 4.0), spec("a", "new", 1.0)]
+    lines = cost_lines(grid_cost(todo, todo, store), workers=1)
+    assert "at least 2 s of CPU time" in lines[0], lines
+    assert "1 from the method's median, 1 unknown (methods new: no stored trial)" in lines[0]
+    blind = cost_lines(grid_cost(todo[1:], todo[1:], store), workers=1)
+    assert blind == ["cost: unknown for the 1 trial(s) to do: no stored trial of methods new "
+                     "(a smoke run, e.g. profile=smoke, gives `plan` figures to use)"]
+
+
+def slurm_cost(tmp_path: Path) -> tuple:
+    """Six trials to do of 20 s (eps 1) and 100 s (eps 2, the longest stored 130 s)."""
+    store = ResultStore(tmp_path)
+    put(store, spec("a", "m", 1.0, 0), 20.0, mem=3000.0)
+    put(store, spec("a", "m", 2.0, 0), 70.0)
+    put(store, spec("a", "m", 2.0, 1), 130.0)
+    todo = [spec("a", "m", e, t) for e in (1.0, 2.0) for t in range(2, 5)]
+    return grid_cost(todo, todo, store), todo
+
+
+def test_slurm_tasks_and_verdicts(tmp_path: Path) -> None:
+    cost, todo = slurm_cost(tmp_path)
+    tasks = array_tasks(todo, 2)
+    assert [[s.epsilon for s in t] for t in tasks] == [[2.0, 2.0], [2.0, 1.0], [1.0, 1.0]]
+    fits = cost_lines(cost, slurm=SlurmLimits(timeout_min=60, mem_gb=4, trials_per_task=2,
+                                              array_parallelism=2))
+    text = "\n".join(fits)
+    assert "3 array task(s) of up to 2 trial(s)" in text, text
+    # longest task: two eps-2 trials at their longest, 2 x 130 s = 260 s = 4 min
+    assert "runner.timeout_min=60 covers the longest task (~4 min; 7 min with a 1.5x margin)" \
+        in text, text
+    assert "runner.mem_gb=4 covers" in text and "WARNING" not in text
+    short = "\n".join(cost_lines(cost, slurm=SlurmLimits(timeout_min=5, mem_gb=3,
+                                                         trials_per_task=2,
+                                                         array_parallelism=2)))
+    assert "WARNING: runner.timeout_min=5 is short" in short and \
+        "set runner.timeout_min=7" in short, short
+    # 3000 MiB x 1.25 = 3.7 GB > 3 GB
+    assert "WARNING: runner.mem_gb=3 is short" in short and "set runner.mem_gb=4" in short
+    # CPU-hours: 3 x 20 + 3 x 100 s
+    assert "6 trial(s) to do, 0.10 CPU-hours" in fits[0], fits[0]
+
+
+def test_makespan_hands_each_job_to_the_first_free_worker() -> None:
+    assert makespan([5, 1, 1, 1, 1, 1], 2) == 5
+    assert makespan([3, 3, 3], 1) == 9 and makespan([], 4) == 0
+
+
+def test_plan_states_the_slurm_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                       ) -> None:
+    """``dpbench plan runner=slurm`` on a store holding half a grid's cells."""
+    from dpbench.cli import compose_config, grid
+
+    args = ["experiment=linreg_adult", "methods=[ssp]", "profile=smoke",
+            f"results_dir={tmp_path}"]
+    specs = grid(compose_config(args))
+    store = ResultStore(tmp_path / "store")
+    for s in specs[: len(specs) // 2]:
+        put(store, s, 600.0, n=40000, d=100, mem=5000.0)
+    assert main(["plan", *args, "runner=slurm", "runner.trials_per_task=2"]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING: runner.timeout_min=60 is short of the longest task (~20 min" not in out
+    assert "runner.timeout_min=60 covers the longest task (~20 min; 30 min" in out, out
+    assert "WARNING: runner.mem_gb=4 is short" in out and "set runner.mem_gb=7" in out, out
+
+
+def test_estimate_against_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run a tiny grid; a plan of the same cells states their recorded times exactly, and
+    for a new budget the model's estimate is within a factor of 3 of the run's time."""
+    from dpbench.cli import compose_config, grid
+
+    base = ["experiment=linreg_adult", "methods=[ssp]", "profile=smoke", "trials=3",
+            "profile.trials=3", "profile.max_epsilons=null", f"results_dir={tmp_path}"]
+    run = ["runner.progress=false", "runner.n_jobs=1"]
+    assert main(["run", *base, "epsilons=[0.1,1,2]", *run]) == 0
+    store = ResultStore(tmp_path / "store")
+    done = grid(compose_config([*base, "epsilons=[0.1,1,2]"]))
+    recorded = {s.key: record_seconds(store.get(s.key)) for s in done}
+    again = [s for s in grid(compose_config([*base, "epsilons=[0.1,1,2]", "trials=4",
+                                             "profile.trials=4"])) if s.trial == 3]
+    cost = grid_cost(again, again, store)
+    for s in again:
+        cell = [recorded[d.key] for d in done if d.epsilon == s.epsilon]
+        assert cost.estimates[s.key].source == SAME_CELL
+        assert cost.estimates[s.key].seconds == pytest.approx(sum(cell) / len(cell))
+        assert cost.estimates[s.key].longest == pytest.approx(max(cell))
+
+    new = grid(compose_config([*base, "epsilons=[0.3]"]))
+    cost = grid_cost(new, new, store)
+    assert {cost.estimates[s.key].source for s in new} == {MODEL}
+    estimate = sum(cost.estimates[s.key].seconds for s in new)
+    assert main(["run", *base, "epsilons=[0.3]", *run]) == 0
+    actual = sum(record_seconds(store.get(s.key)) for s in new)
+    assert abs(math.log(estimate / actual)) < math.log(3), (estimate, actual)
+    capsys.readouterr()
