@@ -64,8 +64,10 @@ def atomic_write_bytes(final: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, final)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not exc.filename:   # a write or fsync: name where
+            exc.filename = str(final.parent)
         raise
     dir_fd = os.open(final.parent, os.O_RDONLY)
     try:
