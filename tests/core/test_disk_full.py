@@ -10,8 +10,10 @@ mounted in a user and mount namespace (``unshare -rm``), skipped where that is n
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -141,3 +143,78 @@ def test_a_full_disk_during_figures_is_one_line_and_the_rerun_builds_them(
     proc = run_cli(*figures)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert any((results / "figures").rglob("*.md")) and _record_bytes(results) == kept
+
+
+# Inside a user and mount namespace: a 16 MB tmpfs holds the results; once the run has
+# stored two records (each trial is held 0.5 s), the tmpfs is filled to the last byte;
+# then the filler is deleted ("space freed") and the run is started again.
+_TMPFS_SCRIPT = """
+import json, os, subprocess, sys, threading, time
+from pathlib import Path
+mnt = Path(sys.argv[1])
+subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], check=True)
+results, grid = mnt / "results", json.loads(sys.argv[2])
+trials, filler = results / "store" / "trials", mnt / "filler"
+cmd = [sys.executable, "-m", "dpbench.entry", "run", *grid, f"results_dir={results}"]
+
+def records():
+    return {p.name: p.read_bytes() for p in trials.glob("*/*.json") if not p.name.startswith(".")}
+
+def fill():
+    while len(records()) < 2:
+        time.sleep(0.05)
+    with open(filler, "wb") as fh:
+        try:
+            while True:
+                fh.write(bytes(65536))
+                fh.flush()
+        except OSError:
+            pass
+    while True:                         # the last few bytes too
+        try:
+            with open(filler, "ab") as fh:
+                fh.write(b"x")
+        except OSError:
+            break
+
+env = {**os.environ, "DPBENCH_TRIAL_HOLD_S": "0.5"}
+thread = threading.Thread(target=fill)
+thread.start()
+full = subprocess.run(cmd, capture_output=True, text=True, env=env)
+thread.join()
+kept = records()
+filler.unlink()
+again = subprocess.run(cmd, capture_output=True, text=True)
+final = records()
+print(json.dumps({"full": [full.returncode, full.stderr], "kept": len(kept),
+                  "intact": all(final[k] == v for k, v in kept.items()),
+                  "again": [again.returncode, again.stderr], "final": len(final),
+                  "trials": str(trials), "store": str(results / "store")}))
+"""
+
+
+def test_a_real_full_tmpfs_during_run(tmp_path: Path) -> None:
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare")
+    try:
+        probe = subprocess.run(["unshare", "-rm", "mount", "-t", "tmpfs", "tmpfs",
+                                str(tmp_path)], capture_output=True, timeout=30)
+    except OSError:
+        probe = None
+    if probe is None or probe.returncode != 0:
+        pytest.skip("mounting a tmpfs in a user namespace is not permitted here")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    proc = subprocess.run(["unshare", "-rm", sys.executable, "-c", _TMPFS_SCRIPT, str(mnt),
+                           json.dumps(GRID)], capture_output=True, text=True, cwd=REPO,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    code, err = out["full"]
+    assert code == 2 and "Traceback" not in err, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"dpbench: error: no space left on {out['store']}"), err
+    assert "(free 0.0 MB)" in line and "finished records are kept" in line, line
+    assert 2 <= out["kept"] < N and out["intact"]
+    assert out["again"][0] == 0, out["again"][1][-3000:]
+    assert out["final"] == N
