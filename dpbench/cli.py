@@ -13,7 +13,8 @@ import os
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ from dpbench import compile_cache
 from dpbench.data.files import DataError
 from dpbench.roots import conf_dirs, version_text  # noqa: F401  (cli.version_text)
 from dpbench.runner.cost import SlurmLimits, cost_lines, grid_cost, local_workers, record_seconds
+from dpbench.runner.diskspace import full_line, is_full
 from dpbench.runner.grid import (
     ConfigError,
     RefusedCell,
@@ -128,13 +130,21 @@ def store_of(cfg: DictConfig) -> ResultStore:
     return ResultStore(Path(cfg.results_dir) / "store")
 
 
-def require_writable(path: Path, cfg: DictConfig) -> None:
-    """Refuse (one line) unless files can be created in ``path``, checked before any work so
-    a read-only or misplaced ``results_dir`` fails up front, not after the first trial.
+#: bytes the write probe writes (and syncs): a folder with less room fails up front
+PROBE_BYTES = 2**20
+#: what the one-line full-disk error of ``run`` and of ``figures`` ends with
+RUN_FULL = "finished records are kept; free space and rerun to resume"
+FIGURES_FULL = "the stored records are untouched; free space and rerun `dpbench figures`"
 
-    It really creates and deletes a file (in ``path``, or in its nearest existing ancestor
-    when dpbench would create the rest): permission bits alone say nothing for root, and a
-    read-only mount or a path under a regular file are refused for every user."""
+
+def require_writable(path: Path, cfg: DictConfig) -> None:
+    """Refuse (one line) unless files can be written in ``path``, checked before any work so
+    a read-only, misplaced or full ``results_dir`` fails up front, not after the first trial.
+
+    It really writes, syncs and deletes a file of :data:`PROBE_BYTES` (in ``path``, or in
+    its nearest existing ancestor when dpbench would create the rest): permission bits
+    alone say nothing for root, a read-only mount or a path under a regular file are
+    refused for every user, and an empty file is created even on a full disk."""
     probe = path
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
@@ -142,15 +152,36 @@ def require_writable(path: Path, cfg: DictConfig) -> None:
     if not probe.is_dir():
         why = f"{probe} is not a directory"
     else:
+        name = None
         try:
             fd, name = tempfile.mkstemp(prefix=".dpbench-probe-", dir=probe)
-            os.close(fd)
-            os.unlink(name)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(bytes(PROBE_BYTES))
+                fh.flush()
+                os.fsync(fh.fileno())
         except OSError as exc:
+            if is_full(exc):
+                raise UserError(full_line(exc, probe, "nothing was written; free space "
+                                                   "and rerun")) from None
             why = f"{exc.strerror or exc}: {probe}"
+        finally:
+            if name is not None:
+                Path(name).unlink(missing_ok=True)
     if why:
         raise UserError(f"cannot write to {path} ({why}); results_dir={cfg.results_dir} must "
                         "be a folder this user can write, e.g. results_dir=/tmp/results")
+
+
+@contextmanager
+def stops_when_full(folder: Path, then: str) -> Iterator[None]:
+    """A full disk within the block is one line (a :class:`UserError`): the folder the write
+    failed in (else ``folder``), its free space, and ``then``."""
+    try:
+        yield
+    except OSError as exc:
+        if not is_full(exc):
+            raise
+        raise UserError(full_line(exc, folder, then)) from None
 
 
 def grid(cfg: DictConfig) -> list[TrialSpec]:
@@ -274,6 +305,13 @@ def trial_names(specs: Sequence[TrialSpec]) -> dict[str, str]:
 
 
 def cmd_run(cfg: DictConfig) -> int:
+    """Run (or resume) the grid; a full disk stops it with one line (exit 2), finished
+    records kept."""
+    with stops_when_full(store_of(cfg).root, RUN_FULL):
+        return _run(cfg)
+
+
+def _run(cfg: DictConfig) -> int:
     from dpbench.runner.execute import FAILED_ELSEWHERE
     from dpbench.runner.local import summary
 
@@ -617,9 +655,8 @@ def cmd_figures(overrides: Sequence[str]) -> int:
     was never run is built only if its whole grid is stored (trials shared with other
     experiments or profiles), else named and skipped; a grid that was run (or named with
     ``profile=``) is built with its incomplete cells marked; the summary says which
-    profiles were built and which were skipped."""
-    from dpbench.report.claims.engine import summary as claims_summary
-
+    profiles were built and which were skipped. A full disk stops it with one line (exit
+    2), the stored records untouched."""
     names = [None] if given(overrides, "experiment") else [
         n for n in choices("experiment") if not is_arena(n)]   # arenas: `dpbench leaderboard`
     profile_given = given(overrides, "profile")
@@ -628,6 +665,16 @@ def cmd_figures(overrides: Sequence[str]) -> int:
     if names == [None] and base.experiment.get("arena"):
         raise UserError(f"experiment {base.experiment.name!r} is an arena: its boards are "
                         f"built by `dpbench leaderboard experiment={base.experiment.name}`")
+    with stops_when_full(Path(base.results_dir) / "figures", FIGURES_FULL):
+        return _figures(base, names, profiles, overrides)
+
+
+def _figures(base: DictConfig, names: list[str | None], profiles: list[str | None],
+             overrides: Sequence[str]) -> int:
+    """:func:`cmd_figures` once its experiments and profiles are known."""
+    from dpbench.report.claims.engine import summary as claims_summary
+
+    profile_given = profiles == [None]
     store = store_of(base)
     require_writable(Path(base.results_dir) / "figures", base)
     if store.keys():                          # compact writes <store>/trials.parquet

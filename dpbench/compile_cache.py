@@ -45,6 +45,9 @@ variable XLA's CPU client reads for its pool size (:func:`pin_xla_threads`): res
 then the same whatever the worker count or the machine's core count, and n workers use
 n cores.
 
+Every entry is checked against its sha256 before JAX reads it, and a bad one is deleted
+and written again (cache_check.py; JAX alone warns in every process and never rewrites it).
+
 This module imports JAX only when JAX is already loaded or a method asks for it
 (:func:`configure`), so the runner stays light.
 """
@@ -56,6 +59,8 @@ import os
 import sys
 from pathlib import Path
 from typing import Literal
+
+from dpbench import cache_check
 
 ROOT_ENV = "DPBENCH_CACHE_DIR"
 SWITCH_ENV = "DPBENCH_JAX_CACHE"
@@ -147,6 +152,7 @@ def prune(folder: Path, cap: int) -> int:
             deleted += 1
         except OSError:
             pass       # gone already: another process pruned it
+        (folder / cache_check.SUMS / name.removesuffix("-cache")).unlink(missing_ok=True)
         total -= size
     return deleted
 
@@ -195,6 +201,7 @@ def configure() -> None:
     jax.config.update("jax_compilation_cache_dir", path)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_S)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    cache_check.install()           # entries checked against their sha256 (cache_check.py)
     cc.reset_cache()                # the next compilation opens the cache at the new path
 
 

@@ -24,6 +24,13 @@ a program used); a program deleted under a reader is traced again, with the same
 A description that cannot be keyed across processes (a repr holding an object address,
 e.g. a lambda) is exported in memory only. The output tree (mbi's dataclasses) is stored
 with pickle next to the program: the store holds what this user's own runs wrote.
+
+Every file is sealed (checksum.py: a header, the sha256 of the payload, the payload) and
+the seal is checked before anything is unpickled or deserialised. A file that fails the
+check, cannot be decoded, or whose program fails at its first call (where JAX compiles
+it) is deleted with a warning naming it, and the program is traced and exported again,
+so the call goes on with the same result and the next process finds a good file
+(tests/core/test_program_store.py flips bytes in the header, the digest and the payload).
 """
 
 from __future__ import annotations
@@ -45,9 +52,11 @@ import jax
 from jax import export
 
 from dpbench import compile_cache
+from dpbench.checksum import BadSeal, discard, seal, unseal
 
 #: bump when the file format or what goes into the key changes
-FORMAT = 1
+FORMAT = 2
+_TAG = b"dpbench-program %d\n" % FORMAT
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 log = logging.getLogger(__name__)
 
@@ -103,30 +112,44 @@ def call(fn: Callable[..., Any], args: tuple[Any, ...], *, static: str,
     text, stable = _describe(f"{base.__module__}.{base.__qualname__}:{code}:{static}", in_tree,
                              leaves, compiler_options)
     key = hashlib.sha256(text.encode()).hexdigest()[:32]
+    options = dict(compiler_options or {})
     entry = _loaded.get(key)
     if entry is None:
         path = store_dir() / key if stable and compile_cache.enabled() else None
-        entry = _read(path) if path is not None else None
-        if entry is None:
+        stored = _read(path) if path is not None else None
+        if stored is not None:
+            _loaded[key] = entry = _jitted(stored, options)
             try:
-                entry = _export(fn, in_tree, leaves)
-            except Exception as exc:   # not exportable (e.g. a host callback): plain jit,
-                log.warning("program_store: %s not exported (%s); traced in every process",
-                            base.__qualname__, exc)   # the same program in every process
-                _loaded[key] = (jax.jit(fn, compiler_options=dict(compiler_options or {})),
-                                None)
-                return _loaded[key][0](*args)
-            if path is not None:
-                _write(path, entry)
-        else:
-            stats["loaded"] += 1
-        exported, out_tree = entry
-        entry = (jax.jit(exported.call, compiler_options=dict(compiler_options or {})),
-                 out_tree)
-        _loaded[key] = entry
+                out = _apply(entry, leaves)
+            except Exception as exc:     # decoded but unusable (e.g. XLA refuses it)
+                del _loaded[key]
+                discard(path, f"{type(exc).__name__}: {exc}", log, "traced again")
+            else:
+                stats["loaded"] += 1
+                return out
+        try:
+            stored = _export(fn, in_tree, leaves)
+        except Exception as exc:   # not exportable (e.g. a host callback): plain jit,
+            log.warning("program_store: %s not exported (%s); traced in every process",
+                        base.__qualname__, exc)   # the same program in every process
+            _loaded[key] = (jax.jit(fn, compiler_options=options), None)
+            return _loaded[key][0](*args)
+        if path is not None:
+            _write(path, stored)
+        _loaded[key] = entry = _jitted(stored, options)
+    if entry[1] is None:                                    # the plain-jit fallback
+        return entry[0](*args)
+    return _apply(entry, leaves)
+
+
+def _jitted(stored: tuple[Any, Any], options: dict[str, object]) -> tuple[Callable[..., Any], Any]:
+    """(the jitted call of an Exported, its output tree)."""
+    exported, out_tree = stored
+    return jax.jit(exported.call, compiler_options=options), out_tree
+
+
+def _apply(entry: tuple[Callable[..., Any], Any], leaves: list[Any]) -> Any:
     run, out_tree = entry
-    if out_tree is None:                                    # the plain-jit fallback
-        return run(*args)
     return jax.tree_util.tree_unflatten(out_tree, run(*leaves))
 
 
@@ -150,13 +173,18 @@ def _export(fn: Callable[..., Any], in_tree: object, leaves: list[Any]) -> tuple
 
 
 def _read(path: Path) -> tuple[Any, Any] | None:
-    """(Exported, output tree) from the store, or None when absent or unreadable."""
+    """(Exported, output tree) from the store, or None when absent or bad (a bad file is
+    deleted, with a warning naming it: the caller traces the program again)."""
     try:
         blob = path.read_bytes()
-        program, out_tree = pickle.loads(blob)
+    except OSError:
+        return None                     # absent (or unreadable: traced, not replaced)
+    try:
+        program, out_tree = pickle.loads(unseal(_TAG, blob))   # sealed: this user's own
         entry = export.deserialize(bytearray(program)), out_tree
-    except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError,
-            ImportError, IndexError):
+    except Exception as exc:            # any decode error means a bad file
+        why = exc if isinstance(exc, BadSeal) else f"{type(exc).__name__}: {exc}"
+        discard(path, why, log, "traced again")
         return None
     try:
         os.utime(path)                  # used now: the last to go when the store is pruned
@@ -169,7 +197,7 @@ def _write(path: Path, entry: tuple[Any, Any]) -> None:
     """Write atomically (a crash leaves the old file or none, never half a file)."""
     exported, out_tree = entry
     try:
-        blob = pickle.dumps((bytes(exported.serialize()), out_tree))
+        blob = seal(_TAG, pickle.dumps((bytes(exported.serialize()), out_tree)))
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "wb") as fh:

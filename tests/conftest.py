@@ -45,6 +45,14 @@ def run_cli(*args: str, env: dict[str, str | None] | None = None,
     return proc
 
 
+def finished_run(results: Path, grid: list[str], n: int) -> Path:
+    """``dpbench run *grid`` into ``results``, which must then hold ``n`` records: the
+    reference run of the fault tests."""
+    run_cli("run", *grid, f"results_dir={results}", check=True)
+    assert len(stored_records(results)) == n
+    return results
+
+
 @pytest.fixture
 def results(tmp_path: Path) -> Path:
     return tmp_path / "results"

@@ -10,7 +10,12 @@ no file or a complete one.
 
 An artifact is one ``.npz`` holding named arrays plus a JSON metadata entry
 (no pickles). Its address is the sha256 of the canonical JSON of its key
-fields, stored under ``<root>/<key[:2]>/<key>.npz``.
+fields, stored under ``<root>/<key[:2]>/<key>.npz``. The file is sealed
+(dpbench/checksum.py: a header, the sha256 of the ``.npz`` bytes, the bytes; so it
+is no longer a plain ``.npz``) and the seal is checked before any array is used: a file
+that fails it (flipped bytes, cut short, an older unsealed file) or cannot be decoded is
+deleted under the lock, with a warning naming it, and built again; its seed comes
+from the cell, so the rebuilt artifact is the same and the trial goes on.
 
 The runner opens an :func:`artifact_context` around each trial with the
 trial's *cell* (the digest of what determines its data split: dataset, its
@@ -25,6 +30,7 @@ import fcntl
 import hashlib
 import io
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -36,9 +42,12 @@ from typing import Any
 
 import numpy as np
 
+from dpbench.checksum import BadSeal, discard, seal, unseal
 from dpbench.runner.spec import canonical_json, digest
 
 _META = "__meta__"
+_TAG = b"dpbench-artifact 1\n"
+log = logging.getLogger(__name__)
 
 Arrays = dict[str, np.ndarray]
 Built = tuple[Arrays, dict[str, Any]]
@@ -55,8 +64,10 @@ def atomic_write_bytes(final: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, final)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not exc.filename:   # a write or fsync: name where
+            exc.filename = str(final.parent)
         raise
     dir_fd = os.open(final.parent, os.O_RDONLY)
     try:
@@ -80,16 +91,29 @@ class ArtifactStore:
         return self.root / key[:2] / f"{key}.npz"
 
     def load(self, key: str) -> Built | None:
-        """(arrays, meta) of a stored artifact, or None if absent or unreadable."""
+        """(arrays, meta) of a stored artifact, or None if absent or bad."""
         try:
-            with np.load(self.path(key), allow_pickle=False) as npz:
+            return self._read(key)
+        except BadSeal:
+            return None
+
+    def _read(self, key: str) -> Built | None:
+        """(arrays, meta), None if absent; :class:`BadSeal` if the file is bad (its seal, or
+        what it holds)."""
+        try:
+            blob = self.path(key).read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise BadSeal(f"cannot be read: {exc.strerror or exc}") from None
+        payload = unseal(_TAG, blob)
+        try:
+            with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
                 arrays = {k: np.asarray(npz[k]) for k in npz.files}
-        except (FileNotFoundError, OSError, ValueError, EOFError):
-            return None
-        meta_bytes = arrays.pop(_META, None)
-        if meta_bytes is None:
-            return None
-        return arrays, json.loads(meta_bytes.tobytes().decode())
+            meta = json.loads(arrays.pop(_META).tobytes().decode())
+        except Exception as exc:        # sealed yet undecodable: written so by a bug
+            raise BadSeal(f"{type(exc).__name__}: {exc}") from None
+        return arrays, meta
 
     def save(self, key: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> Path:
         """Atomically publish an artifact (temporary file in the same directory + rename)."""
@@ -101,7 +125,7 @@ class ArtifactStore:
         payload = {k: np.asarray(v) for k, v in arrays.items()}
         payload[_META] = np.frombuffer(canonical_json(dict(meta)).encode(), dtype=np.uint8)
         np.savez(buf, **payload)
-        atomic_write_bytes(final, buf.getvalue())
+        atomic_write_bytes(final, seal(_TAG, buf.getvalue()))
         return final
 
     def get_or_create(self, fields: Mapping[str, Any], build: Callable[[], Built]
@@ -116,7 +140,11 @@ class ArtifactStore:
         if found is not None:
             return (*found, True)
         with self._locked(key):
-            found = self.load(key)
+            try:
+                found = self._read(key)
+            except BadSeal as why:        # under the lock: no builder is writing it now
+                discard(self.path(key), why, log, "built again")
+                found = None
             if found is not None:
                 return (*found, True)
             arrays, meta = build()

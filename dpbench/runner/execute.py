@@ -35,6 +35,7 @@ from dpbench.privacy.conversions import cdp_eps, gdp_eps
 from dpbench.privacy.relations import group_guarantee, group_size, native_target
 from dpbench.roots import commit
 from dpbench.runner.artifacts import artifact_context
+from dpbench.runner.diskspace import is_full
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import FAILED, OK, ResultStore
 
@@ -256,6 +257,8 @@ def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
             timing={"data_s": t_data - t0, "fit_s": t_fit - t_data, "eval_s": t_eval - t_fit},
         )
     except Exception as exc:  # the trial fails, the sweep goes on
+        if is_full(exc):      # ... unless the disk is full: the run stops, nothing recorded
+            raise
         record.update(status=FAILED, error=f"{type(exc).__name__}: {exc}",
                       traceback=traceback.format_exc())
     finally:

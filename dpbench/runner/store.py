@@ -414,10 +414,15 @@ class ResultStore:
                     return None
                 continue
             lease = Lease(key, path, uuid.uuid4().hex)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(self._lease_info(lease, ttl_s))
-                fh.flush()
-                os.fsync(fh.fileno())
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(self._lease_info(lease, ttl_s))
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            except OSError as exc:   # e.g. a full disk: no half-written lease blocks a rerun
+                path.unlink(missing_ok=True)
+                exc.filename = exc.filename or str(path.parent)
+                raise
             return lease
         return None
 

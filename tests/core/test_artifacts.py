@@ -123,3 +123,54 @@ def test_noise_free_fits_never_enter_the_cache(tmp_path, data):
         m = DDSSP(**FAST).fit(data, Accountant(1.0, 1e-5, "zcdp"), np.random.default_rng(1))
     assert m.info()["artifact_key"] is None
     assert not list(tmp_path.rglob("*.npz"))
+
+
+def _flip(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    start = offset % len(data)
+    for i in range(start, min(start + 8, len(data))):          # 8 flipped bytes
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("where", ["header", "digest", "payload start", "middle", "last byte"])
+def test_a_damaged_artifact_is_deleted_rebuilt_and_rewritten(tmp_path, caplog, where):
+    from dpbench.runner import artifacts
+
+    store = ArtifactStore(tmp_path)
+    calls = []
+
+    def build():
+        calls.append(1)
+        return {"a": np.arange(50.0)}, {"n": 50}
+
+    clean, _, _ = store.get_or_create({"k": 1}, build)
+    path = store.path(store.key({"k": 1}))
+    head = len(artifacts._TAG)
+    offset = {"header": 0, "digest": head + 4, "payload start": head + 32,
+              "middle": path.stat().st_size // 2, "last byte": -1}[where]
+    _flip(path, offset)
+    assert store.load(store.key({"k": 1})) is None              # never used as it is
+    with caplog.at_level("WARNING", logger=artifacts.__name__):
+        again, meta, hit = store.get_or_create({"k": 1}, build)
+    assert hit is False and len(calls) == 2 and meta["n"] == 50
+    np.testing.assert_array_equal(again["a"], clean["a"])
+    assert str(path) in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger=artifacts.__name__):  # rewritten good: a hit
+        assert ArtifactStore(tmp_path).get_or_create({"k": 1}, build)[2] is True
+    assert len(calls) == 2 and not caplog.records
+
+
+def test_a_damaged_release_is_rebuilt_and_the_fit_is_the_same(tmp_path, data):
+    with artifact_context(cell="cell-0", root=tmp_path):
+        clean = DDSSP(**FAST).fit(data, Accountant(1.0, 1e-5, "zcdp"), np.random.default_rng(1))
+    (path,) = tmp_path.rglob("*.npz")
+    _flip(path, path.stat().st_size // 2)
+    with artifact_context(cell="cell-0", root=tmp_path):
+        again = DDSSP(**FAST).fit(data, Accountant(1.0, 1e-5, "zcdp"), np.random.default_rng(1))
+    assert again.info()["cache_hit"] is False
+    np.testing.assert_array_equal(again.coef_, clean.coef_)
+    with artifact_context(cell="cell-0", root=tmp_path):
+        third = DDSSP(**FAST).fit(data, Accountant(1.0, 1e-5, "zcdp"), np.random.default_rng(1))
+    assert third.info()["cache_hit"] is True

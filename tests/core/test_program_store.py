@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import importlib
 import sys
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -90,3 +91,77 @@ def test_a_program_that_cannot_be_exported_still_runs(store, monkeypatch):
     np.testing.assert_array_equal(_call(2.0, np.arange(3.0), np.ones(3)), 2.0 * np.arange(3.0) + 1)
     np.testing.assert_array_equal(_call(2.0, np.ones(3), np.ones(3)), np.full(3, 3.0))
     assert not store.exists()
+
+
+# --- damaged files: checked before use, deleted, traced again ----------------------------------
+
+def _stored_file(store: Path) -> Path:
+    files = [p for p in store.iterdir() if not p.name.startswith(".")]
+    assert len(files) == 1, files
+    return files[0]
+
+
+def _flip(path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    offset %= len(data)
+    for i in range(offset, min(offset + 8, len(data))):        # 8 flipped bytes, as in the issue
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("where", ["header", "digest", "payload start", "middle", "last byte"])
+def test_a_damaged_program_file_is_deleted_traced_again_and_rewritten(store, caplog, where):
+    x, b = np.arange(3.0), np.ones(3)
+    clean = _call(2.0, x, b)
+    path = _stored_file(store)
+    good = path.read_bytes()
+    head = len(program_store._TAG)
+    offset = {"header": 0, "digest": head + 4, "payload start": head + 32,
+              "middle": len(good) // 2, "last byte": -1}[where]
+    _flip(path, offset)
+    assert path.read_bytes() != good
+    program_store.forget()                                      # as a later process
+    with caplog.at_level("WARNING", logger=program_store.__name__):
+        again = _call(2.0, x, b)
+    np.testing.assert_array_equal(again, clean)                 # the call goes on, same result
+    assert program_store.stats == {"exported": 2, "loaded": 0}
+    assert [r for r in caplog.records if str(path) in r.getMessage()], caplog.text
+    assert path.read_bytes()[:head] == program_store._TAG       # written again, sealed
+    caplog.clear()
+    program_store.forget()                                      # the next process: loads it,
+    with caplog.at_level("WARNING", logger=program_store.__name__):
+        np.testing.assert_array_equal(_call(2.0, x, b), clean)
+    assert program_store.stats == {"exported": 2, "loaded": 1} and not caplog.records
+
+
+def test_a_file_of_the_old_unsealed_format_is_replaced(store):
+    import pickle
+
+    x, b = np.arange(3.0), np.ones(3)
+    clean = _call(2.0, x, b)
+    path = _stored_file(store)
+    path.write_bytes(pickle.dumps(("anything", None)))            # FORMAT 1: a bare pickle
+    program_store.forget()
+    np.testing.assert_array_equal(_call(2.0, x, b), clean)
+    assert program_store.stats["exported"] == 2 and path.read_bytes().startswith(
+        program_store._TAG)
+
+
+def test_a_sealed_program_that_fails_at_its_first_call_is_traced_again(store, caplog):
+    """The seal holds but the program does not fit the call (here another program's, of
+    another shape, under this key): the first call fails inside the store's error handling,
+    the file goes, and the call is traced again."""
+    x, b = np.arange(3.0), np.ones(3)
+    clean = _call(2.0, x, b)
+    path = _stored_file(store)
+    _call(2.0, np.arange(4.0), np.ones(4))                      # a second program, 4 wide
+    other = next(p for p in store.iterdir() if p != path)
+    path.write_bytes(other.read_bytes())                        # sealed, but the wrong one
+    program_store.forget()
+    with caplog.at_level("WARNING", logger=program_store.__name__):
+        np.testing.assert_array_equal(_call(2.0, x, b), clean)
+    assert program_store.stats["loaded"] == 0 and program_store.stats["exported"] == 3
+    assert str(path) in caplog.text
+    program_store.forget()
+    np.testing.assert_array_equal(_call(2.0, x, b), clean)
+    assert program_store.stats["loaded"] == 1

@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import REPO, dpbench_cmd, figure_folder, run_cli, stored_records
+from conftest import REPO, dpbench_cmd, figure_folder, finished_run, run_cli, stored_records
 
 from dpbench.runner.execute import COMPUTE_LOG_ENV, HOLD_ENV
 from dpbench.runner.store import ResultStore, parse_record
@@ -72,10 +72,7 @@ def _summary(out: str) -> tuple[int, Counter[str]]:
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The grid run once, uninterrupted: the reference for every test."""
-    results = tmp_path_factory.mktemp("clean") / "results"
-    run_cli("run", *GRID, f"results_dir={results}", check=True)
-    assert len(stored_records(results)) == N
-    return results
+    return finished_run(tmp_path_factory.mktemp("clean") / "results", GRID, N)
 
 
 def _copy(clean: Path, tmp_path: Path) -> tuple[Path, str, Path]:
