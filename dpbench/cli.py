@@ -56,6 +56,18 @@ class UserError(Exception):
     """Bad input: printed as one line, exit status 2."""
 
 
+def override_hint(override: str, before: str) -> str:
+    """What an unknown override most likely meant: the rest of a list the shell split at a
+    space (quote it), an experiment named without ``experiment=``, or the closest key."""
+    head = override.partition("=")[0].split(".")[0]
+    if before.count("[") > before.count("]") or before.count("{") > before.count("}"):
+        return (f" (a list with spaces splits into words: quote it, e.g. "
+                f"'{before} {override}', or leave out the spaces)")
+    if "=" not in override and head in choices("experiment"):
+        return f" (did you mean experiment={head}?)"
+    return did_you_mean(head, sorted({*top_level_keys(), "dataset", "method"}))
+
+
 def compose_config(overrides: Sequence[str]) -> DictConfig:
     """Hydra compose of conf/ with the given overrides (errors become one line)."""
     overrides = list(overrides)
@@ -65,9 +77,9 @@ def compose_config(overrides: Sequence[str]) -> DictConfig:
         key = key.lstrip("+~")
         head = key.split(".")[0].split("@")[0]
         if head not in valid and head != "hydra":  # Hydra would refuse it, or add it unread
-            raise UserError(f"unknown key {head!r} in {ov!r}{did_you_mean(head, valid)}; "
-                            "valid top-level keys: "
-                            f"{', '.join(valid)}")
+            raise UserError(f"unknown key {head!r} in {ov!r}"
+                            f"{override_hint(ov, overrides[i - 1] if i else '')}; "
+                            f"valid top-level keys: {', '.join(valid)}")
         if key in ("experiment", "profile", "runner") and "/" in value:  # paper/name form
             stem = value.rpartition("/")[2]
             if stem in choices(key) and group_path(key, stem) == value:
@@ -201,7 +213,7 @@ def preflight(specs: Sequence[TrialSpec], *, collect: bool = False) -> list[Refu
     """
     import numpy as np
 
-    from dpbench.runner.execute import import_object
+    from dpbench.runner.execute import import_object, trial_ledger
     from dpbench.tasks import TASKS
 
     def mkey(s: TrialSpec) -> str:
@@ -234,13 +246,22 @@ def preflight(specs: Sequence[TrialSpec], *, collect: bool = False) -> list[Refu
             TASKS[first.task].check_split(split, first.task_params)
         except ValueError as exc:
             raise UserError(f"task {first.task!r} on dataset {first.dataset!r}: {exc}") from None
-        for s in {mkey(s): s for s in group}.values():
+        checked: set[str] = set()
+        out: set[str] = set()
+        for s in group:      # the data, then each budget (delta rule, unit, relation, range)
+            budget = f"{s.epsilon!r}|{s.delta!r}|{s.budget_unit}|{s.relation}"
+            if mkey(s) in out or f"{mkey(s)}|{budget}" in checked:
+                continue
             try:
-                methods[mkey(s)].check_data(split.train)
+                if mkey(s) not in checked:
+                    methods[mkey(s)].check_data(split.train)
+                checked |= {mkey(s), f"{mkey(s)}|{budget}"}
+                trial_ledger(s, split.train.n, methods[mkey(s)])
             except ValueError as exc:
                 if not collect:
                     raise UserError(f"method {s.method!r} on dataset {first.dataset!r}: "
                                     f"{exc}") from None
+                out.add(mkey(s))
                 refused.append(RefusedCell(s.dataset, s.method, " ".join(str(exc).split())))
     return refused
 
@@ -315,6 +336,10 @@ def _run(cfg: DictConfig) -> int:
     from dpbench.runner.execute import FAILED_ELSEWHERE
     from dpbench.runner.local import summary
 
+    if cfg.runner.name == "slurm":        # its settings, before anything is written
+        from dpbench.runner.slurm import SlurmSettings
+
+        SlurmSettings.from_cfg(cfg.runner)
     store = store_of(cfg)
     for where in (store.trials, Path(cfg.results_dir) / "cache"):  # records, shared artifacts
         require_writable(where, cfg)

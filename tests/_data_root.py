@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from dpbench.data.discrete import read_discrete
+from dpbench.data.discrete import _read_discrete
 
 
 @pytest.fixture()
 def tmp_data_root(tmp_path, monkeypatch):
     """DPBENCH_DATA_DIR = tmp_path, with the discrete-table cache emptied around the test."""
     monkeypatch.setenv("DPBENCH_DATA_DIR", str(tmp_path))
-    read_discrete.cache_clear()
+    _read_discrete.cache_clear()
     yield tmp_path
-    read_discrete.cache_clear()
+    _read_discrete.cache_clear()

@@ -40,6 +40,17 @@ def bw_delta(mu: float, eps: float) -> float:
     return float(phi(mu / 2 - eps / mu) - math.exp(eps) * phi(-mu / 2 - eps / mu))
 
 
+def bw_delta_mp(mu: float, eps: float) -> float:
+    """:func:`bw_delta` in 60-digit arithmetic (mpmath): e^eps does not overflow, so it
+    holds for the largest budgets too."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        mu_, eps_ = mpmath.mpf(mu), mpmath.mpf(eps)
+        return float(mpmath.ncdf(mu_ / 2 - eps_ / mu_)
+                     - mpmath.exp(eps_) * mpmath.ncdf(-mu_ / 2 - eps_ / mu_))
+
+
 def bisect_sigma(eps: float, delta: float, sensitivity: float) -> float:
     """Smallest sigma meeting Balle & Wang's Thm 8 condition, by plain bisection on log sigma.
 

@@ -11,6 +11,7 @@ import io
 import json
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,11 +22,27 @@ from dpbench.data.files import DataError, read_bytes, verified_path
 from dpbench.data.splits import shuffle_split
 
 
-@functools.lru_cache(maxsize=16)
 def read_discrete(dataset_dir: str, file: str, domain_file: str) -> tuple[pd.DataFrame, dict]:
-    """Checksum-verified table and domain; validates codes against the domain."""
-    domain = json.loads(read_bytes(verified_path(dataset_dir, domain_file)))
+    """Checksum-verified table and domain; validates codes against the domain. The files
+    are checked on every call (under the data root of the moment) and parsed once per
+    version (path, size, modification time), so a file changed or a root switched after a
+    first read is never served from memory."""
+    domain_path = verified_path(dataset_dir, domain_file)
     path = verified_path(dataset_dir, file)
+    return _read_discrete(str(domain_path), str(path), _version(domain_path), _version(path))
+
+
+def _version(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=16)
+def _read_discrete(domain_file: str, file: str, *versions: tuple[int, int]
+                   ) -> tuple[pd.DataFrame, dict]:
+    del versions                       # the cache key: a changed file is read again
+    domain = json.loads(read_bytes(Path(domain_file)))
+    path = Path(file)
     try:
         frame = pd.read_csv(io.BytesIO(read_bytes(path)))
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:

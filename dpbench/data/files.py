@@ -52,7 +52,8 @@ def read_bytes(path: Path) -> bytes:
 
 
 @functools.lru_cache(maxsize=256)
-def _verified(path_str: str, expected: str) -> Path:
+def _verified(path_str: str, expected: str, size: int, mtime_ns: int) -> Path:
+    del size, mtime_ns             # the cache key: a file changed since is checked again
     path = Path(path_str)
     digest = hashlib.sha256(read_bytes(path)).hexdigest()
     if digest != expected:
@@ -83,7 +84,8 @@ def verified_path(dataset_dir: str, filename: str, *, root: Path | None = None) 
         raise DataError(f"{manifest_path}: the entry of {filename!r} has no "
                         "sha256_uncompressed; re-vendor the dataset") from None
     try:
-        return _verified(str(path), str(digest))
+        st = path.stat()
+        return _verified(str(path), str(digest), st.st_size, st.st_mtime_ns)
     except OSError as exc:
         raise DataError(f"cannot read data file {path}: {exc.strerror or exc}") from None
 

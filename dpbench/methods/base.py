@@ -145,6 +145,13 @@ class Method(ABC):
         runner calls it on every dataset before any trial starts; default: no check)."""
         del data
 
+    def check_budget(self, accountant: Accountant) -> None:
+        """Raise a one-line ValueError naming the valid range if this configured method
+        cannot run within ``accountant``'s target (e.g. its paper calibrates noise for a
+        range of epsilon only), so the runner refuses the cell before any trial instead of
+        storing a failed one; the ledger is empty and must stay so (default: no check)."""
+        del accountant
+
     def info(self) -> dict[str, Any]:
         """Extra JSON-serialisable facts worth storing with the trial (default none)."""
         return {}

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from threadpoolctl import threadpool_limits
 
@@ -38,6 +38,9 @@ from dpbench.runner.artifacts import artifact_context
 from dpbench.runner.diskspace import is_full
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import FAILED, OK, ResultStore
+
+if TYPE_CHECKING:
+    from dpbench.methods.base import Method
 
 _VERSIONED = ("dpbench", "numpy", "scipy", "pandas", "scikit-learn", "mbi", "jax", "torch",
               "opacus", "numpyro")
@@ -117,6 +120,34 @@ def target_epsilon(value: float, delta: float, unit: str) -> float:
     if unit == "rho":
         return cdp_eps(value, delta)
     raise ValueError(f"budget_unit={unit!r} unknown; valid: epsilon, mu, rho")
+
+
+#: the largest (epsilon, delta) target a trial may have: no mechanism here is private in any
+#: useful sense beyond it, and the zCDP / GDP conversions are checked to round-trip up to
+#: ten times it (tests/core/test_privacy_conversions.py); a typo such as 1e308 is refused
+MAX_EPSILON = 1e4
+
+
+def trial_ledger(spec: TrialSpec, n: int, model: Method) -> tuple[float, float, int, Accountant]:
+    """The cell's (epsilon, delta) target for ``n`` training rows, the group size that states
+    it under the cell's relation, and the empty ledger ``model`` fits against; a one-line
+    ValueError when the budget is invalid or the method cannot run within it
+    (``Method.check_budget``). The runner calls it before any trial (preflight) and in the
+    trial itself, so both see the same budget."""
+    delta = resolve_delta(spec.delta, n)
+    epsilon = target_epsilon(spec.epsilon, delta, spec.budget_unit)
+    validate_budget(epsilon, delta)
+    if epsilon > MAX_EPSILON:
+        given = f"{spec.budget_unit}={spec.epsilon:g}" + (
+            f" (epsilon {epsilon:.4g} at delta {delta:.3g})" if spec.budget_unit != "epsilon"
+            else "")
+        raise ValueError(f"{given} is beyond the largest budget a trial may have: valid: "
+                         f"epsilon <= {MAX_EPSILON:g}")
+    group = relation_group(model.neighbours, spec.relation)
+    ledger = Accountant(*native_target(epsilon, delta, model.accounting, group),
+                        currency=model.accounting)
+    model.check_budget(ledger)
+    return epsilon, delta, group, ledger
 
 
 class TrialTimeout(Exception):
@@ -226,15 +257,10 @@ def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
             loader = import_object(spec.dataset_target)
             split = loader(rng=spec.data_rng(), **spec.dataset_params)
             t_data = time.perf_counter()
-            delta = resolve_delta(spec.delta, split.train.n)
-            epsilon = target_epsilon(spec.epsilon, delta, spec.budget_unit)
-            validate_budget(epsilon, delta)
             cls = import_object(spec.method_target)
             model = cls(**spec.method_params)
             model.check_data(split.train)     # an arena's cell out of the method's reach
-            group = relation_group(model.neighbours, spec.relation)
-            ledger = Accountant(*native_target(epsilon, delta, cls.accounting, group),
-                                currency=cls.accounting)
+            epsilon, delta, group, ledger = trial_ledger(spec, split.train.n, model)
             model.fit(split.train, ledger, spec.method_rng())
             t_fit = time.perf_counter()
             if cls.private and not ledger.charges:

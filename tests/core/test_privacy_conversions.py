@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from _privacy_reference import brute_cdp_log_delta, bw_delta, classic_cdp_eps
+from _privacy_reference import brute_cdp_log_delta, bw_delta, bw_delta_mp, classic_cdp_eps
 from scipy import integrate, stats
 
 from dpbench.privacy import (
@@ -63,7 +63,8 @@ def test_cdp_eps_is_tighter_than_classic_bound(rho, delta):
         assert brute_cdp_log_delta(rho, eps * (1 - 1e-3)) > math.log(delta)
 
 
-@pytest.mark.parametrize("eps", [0.05, 0.1, 0.5, 1.0, 2.0, 10.0])
+# to 1e5: ten times the largest target a trial may have (runner.execute.MAX_EPSILON)
+@pytest.mark.parametrize("eps", [0.05, 0.1, 0.5, 1.0, 2.0, 10.0, 1e3, 1e4, 1e5])
 @pytest.mark.parametrize("delta", DELTAS)
 def test_cdp_rho_eps_round_trip(eps, delta):
     rho = cdp_rho(eps, delta)
@@ -148,12 +149,13 @@ def test_gdp_published_value():
     assert gdp_mu(2.25, 0.00040834087) == pytest.approx(1 / math.sqrt(2), rel=1e-6)
 
 
-@pytest.mark.parametrize("eps", [0.05, 0.1, 0.5, 1.0, 2.0, 10.0])
+# to 1e5: ten times the largest target a trial may have (runner.execute.MAX_EPSILON)
+@pytest.mark.parametrize("eps", [0.05, 0.1, 0.5, 1.0, 2.0, 10.0, 1e3, 1e4, 1e5])
 @pytest.mark.parametrize("delta", DELTAS)
 def test_gdp_mu_eps_round_trip(eps, delta):
     mu = gdp_mu(eps, delta)
-    assert bw_delta(mu, eps) == pytest.approx(delta, rel=1e-6)
-    assert bw_delta(mu * (1 + 1e-4), eps) > delta  # mu is the largest valid one
+    assert bw_delta_mp(mu, eps) == pytest.approx(delta, rel=1e-6)
+    assert bw_delta_mp(mu * (1 + 1e-4), eps) > delta  # mu is the largest valid one
     assert gdp_eps(mu, delta) == pytest.approx(eps, rel=1e-9)
     assert gdp_mu(gdp_eps(mu, delta), delta) == pytest.approx(mu, rel=1e-9)
 

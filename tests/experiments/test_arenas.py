@@ -97,7 +97,7 @@ def test_a_dataset_not_downloaded_is_a_refused_cell_not_an_error(
     from dpbench.data import discrete, files, uci
 
     monkeypatch.setenv("DPBENCH_DATA_DIR", str(tmp_path / "no-downloads"))
-    for fn in (discrete.read_discrete, files._verified, uci.read_table):
+    for fn in (discrete._read_discrete, files._verified, uci.read_table):
         fn.cache_clear()
     specs, refused = arena_grid(compose_config(["experiment=arena_regression",
                                                 "profile=paper"]))

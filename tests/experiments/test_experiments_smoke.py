@@ -46,7 +46,7 @@ def test_overrides_name_existing_experiments() -> None:
 
 
 def _clear_data_caches() -> None:
-    for fn in (discrete.read_discrete, files._verified, uci.read_table):
+    for fn in (discrete._read_discrete, files._verified, uci.read_table):
         fn.cache_clear()
 
 

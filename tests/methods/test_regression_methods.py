@@ -55,6 +55,25 @@ def test_adassp_calibration_refused_where_it_is_not_private(split) -> None:
         _fit(AdaSSP, split, 100.0, 0)
 
 
+@pytest.mark.parametrize("delta", [1e-9, 1e-5, 1e-3])
+def test_adassp_budget_check_names_the_largest_epsilon_its_fit_accepts(split, delta) -> None:
+    """``check_budget`` (what the runner asks before any trial) refuses eps 50 naming the
+    largest epsilon at this delta; the fit itself, on real data, runs 0.1% below that
+    epsilon and is refused by its ledger 0.1% above it."""
+    import re
+
+    with pytest.raises(ValueError, match="valid: epsilon <=") as exc:
+        AdaSSP().check_budget(Accountant(50.0, delta, currency="gdp"))
+    top = float(re.search(r"epsilon <= ([0-9.e+-]+)", str(exc.value)).group(1))
+    assert 10 < top < 50
+    AdaSSP().check_budget(Accountant(top * 0.999, delta, currency="gdp"))
+    AdaSSP().fit(split.train, Accountant(top * 0.999, delta, currency="gdp"),
+                 np.random.default_rng(0))
+    with pytest.raises(BudgetExceeded):
+        AdaSSP().fit(split.train, Accountant(top * 1.001, delta, currency="gdp"),
+                     np.random.default_rng(0))
+
+
 def test_adassp_beats_ssp_at_low_epsilon_on_adult(split) -> None:
     # Wang (2018): the adaptive ridge wins at small eps. Mean test MSE over 5 seeds at
     # eps=0.05; the gap we see is > 10x, we require AdaSSP < SSP / 2.

@@ -16,7 +16,7 @@ from dpbench.methods.regression._ssp import (
     sufficient_statistics,
 )
 from dpbench.privacy import draws
-from dpbench.privacy.accountant import Accountant
+from dpbench.privacy.accountant import Accountant, BudgetExceeded
 
 
 class AdaSSP(LinearModel):
@@ -67,5 +67,32 @@ class AdaSSP(LinearModel):
         self.coef_ = solve_ridge(xtx_hat, xty_hat, lam)
         return self
 
+    def check_budget(self, accountant: Accountant) -> None:
+        """Alg. 5's calibration is the classical Gaussian mechanism's, which spends more than
+        (eps, delta) beyond eps ~ 20-30 (by delta): such a cell is refused before any trial,
+        naming the largest epsilon at this delta."""
+        if _calibration_fits(accountant.epsilon, accountant.delta):
+            return
+        lo, hi = 1e-3, accountant.epsilon     # fits at lo (eps << 1), not at hi
+        for _ in range(60):
+            mid = math.sqrt(lo * hi)
+            lo, hi = (mid, hi) if _calibration_fits(mid, accountant.delta) else (lo, mid)
+        raise ValueError(f"AdaSSP (Alg. 5) cannot run at epsilon={accountant.epsilon:g}, "
+                         f"delta={accountant.delta:.3g}: its noise calibration would spend "
+                         f"more than the target; valid: epsilon <= {lo:.4g} at this delta")
+
     def info(self) -> dict[str, float]:
         return {"ridge_lambda": float(self.lambda_)}
+
+
+def _calibration_fits(epsilon: float, delta: float) -> bool:
+    """Do Alg. 5's three releases (noise sd sqrt(log(6/delta)) Delta / (eps/3), as in
+    :meth:`AdaSSP.fit`) fit in an (epsilon, delta) gdp ledger? Scale-free: Delta = 1."""
+    scratch = Accountant(epsilon, delta, currency="gdp")
+    sd = math.sqrt(math.log(6 / delta)) * 1.0 / (epsilon / 3)
+    try:
+        for label in ("lambda_min", "XtX", "Xty"):
+            scratch.charge_gaussian(1.0, sd, label)
+    except BudgetExceeded:
+        return False
+    return True
