@@ -11,8 +11,8 @@ mechanism's randomness is then seeded from the cell and the settings (never
 from the records, nor from the consumer's name). Outside a context, or with
 noise disabled, nothing is cached and the mechanism draws from the caller's rng.
 
-The mechanisms (aim.py, mst.py, hence mbi and JAX) are imported when settings are built
-or a release is made, not with this module: the method classes built on it are imported by
+The mechanisms (aim.py, mst.py, hence mbi and JAX) are imported when a release is made,
+not with this module: the method classes built on it are imported (and constructed) by
 commands that only plan.
 """
 
@@ -21,20 +21,17 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from dpbench.data.base import TabularData
 from dpbench.methods.marginals.model import MarginalModel
 from dpbench.methods.marginals.noise import noise_is_off
+from dpbench.methods.marginals.settings import EXACT_ORACLES, AIMSettings, MSTSettings
 from dpbench.methods.marginals.workloads import WORKLOADS, build_workload, is_workload
 from dpbench.privacy.accountant import Accountant
 from dpbench.runner.artifacts import current_context
-
-if TYPE_CHECKING:
-    from dpbench.methods.marginals.aim import AIMSettings
-    from dpbench.methods.marginals.mst import MSTSettings
 
 MECHANISMS = ("aim", "mst")
 ARTIFACT_VERSION = 1
@@ -49,9 +46,6 @@ MST_PARAMS = ("max_iters", "select_iters", "compress", "threshold")
 def build_settings(mechanism: str, params: Mapping[str, Any]) -> AIMSettings | MSTSettings:
     """Mechanism settings from flat method parameters; a set parameter the mechanism does
     not use is an error (it would silently do nothing)."""
-    from dpbench.methods.marginals.aim import AIMSettings
-    from dpbench.methods.marginals.mst import MSTSettings
-
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism={mechanism!r}; valid: {', '.join(MECHANISMS)}")
     used = AIM_PARAMS if mechanism == "aim" else MST_PARAMS
@@ -81,7 +75,6 @@ def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.
     """(model, info): the marginal model of ``data``'s features + target, paid for.
 
     ``max_cells`` drops workload marginals with more cells (AIM only)."""
-    from dpbench.methods.marginals._mbi import EXACT_ORACLES
     from dpbench.methods.marginals.aim import run_aim
     from dpbench.methods.marginals.mst import run_mst
 
