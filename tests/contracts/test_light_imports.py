@@ -37,8 +37,9 @@ from dpbench.runner.execute import import_object
 for target in json.loads(sys.argv[1]):
     import_object(target)
 assert grid(compose_config(["experiment=linreg_adult"]))
-assert arena_grid(compose_config(["experiment=arena_regression"]), data=False)[0]
-heavy = set(json.loads(sys.argv[2]))
+for arena in json.loads(sys.argv[3]):
+    assert arena_grid(compose_config([f"experiment={arena}"]), data=False)[0]
+heavy = set(json.loads(sys.argv[2]))  # the modules of these packages must be absent
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy)))
 """
 
@@ -48,7 +49,10 @@ def test_planning_imports_no_heavy_library() -> None:
     assert len(targets) > 30                 # the conf tree was found
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(targets), json.dumps(HEAVY)],
+    arenas = sorted(p.stem for p in (ROOT / "conf" / "experiment" / "arena").glob("*.yaml"))
+    assert arenas
+    proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(targets), json.dumps(HEAVY),
+                           json.dumps(arenas)],
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
                           check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
