@@ -20,10 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:       # an annotation only: planning imports this module, pandas costs ~0.4 s
+    import pandas as pd
 
 
 @dataclass(frozen=True)

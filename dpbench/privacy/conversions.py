@@ -5,6 +5,9 @@ method on monotone functions to ~1e-13 relative (no absolute tolerance, which wo
 dominate at small budgets), then rounded towards the safe side: a budget returned
 (rho, mu) never implies more than the delta asked for, and an epsilon returned is never
 below the true one, however the root search landed.
+
+scipy (~0.5 s to import) is imported by the functions that use it: every command imports
+this module through the accountant, and planning calls none of them.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy import optimize, special
 
 from dpbench.privacy._checks import check_delta, check_nonneg, check_positive
 
@@ -31,6 +33,8 @@ def _safe_side(x: float, ok: Callable[[float], bool], direction: float) -> float
 
 def _root(f: Callable[[float], float], lo: float, hi: float) -> float:
     """Brent's root of monotone ``f`` on [lo, hi], to 1e-13 relative."""
+    from scipy import optimize
+
     return float(optimize.brentq(f, lo, hi, xtol=1e-300, rtol=1e-13, maxiter=500))
 
 
@@ -53,6 +57,8 @@ def cdp_delta(rho: float, epsilon: float) -> float:
 
     # The optimum lies at a >= (eps + rho) / (2 rho) + 1 roughly; search a wide bracket.
     a_lo, a_hi = 1.0 + 1e-9, max((epsilon + 1) / (2 * rho) + 2, 2.0) * 4
+    from scipy import optimize
+
     res = optimize.minimize_scalar(log_delta, bounds=(a_lo, a_hi), method="bounded",
                                    options={"xatol": 1e-12, "maxiter": 1000})
     return float(min(math.exp(min(res.fun, 0.0)), 1.0))
@@ -94,6 +100,8 @@ def gdp_delta(mu: float, epsilon: float) -> float:
     check_nonneg(epsilon, "epsilon")
     if mu == 0:
         return 0.0
+    from scipy import special
+
     a = special.log_ndtr(-epsilon / mu + mu / 2)
     b = epsilon + special.log_ndtr(-epsilon / mu - mu / 2)
     if b >= a:
@@ -133,6 +141,8 @@ def pure_to_gdp(epsilon: float) -> float:
     kink: mu = -2 Phi^{-1}(1/(1+e^eps)) = 2 Phi^{-1}(e^eps/(1+e^eps)).
     """
     check_nonneg(epsilon, "epsilon")
+    from scipy import special
+
     # -2 Phi^{-1}(1/(1+e^eps)) evaluated in log space: stable for large eps
     return float(-2 * special.ndtri_exp(-np.logaddexp(0.0, epsilon)))
 
@@ -144,6 +154,8 @@ def gdp_to_pure(mu: float) -> float:
     Used to run an epsilon-DP algorithm (e.g. PrivTree) inside a mu-GDP budget.
     """
     check_nonneg(mu, "mu")
+    from scipy import special
+
     return float(special.log_ndtr(mu / 2) - special.log_ndtr(-mu / 2))
 
 

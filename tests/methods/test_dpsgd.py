@@ -10,6 +10,7 @@ from scipy.special import comb
 
 from dpbench.data.base import TabularData
 from dpbench.methods.classification.dpsgd import (
+    ALPHAS,
     DPSGD,
     calibrate_sigma,
     poisson_batch,
@@ -31,6 +32,15 @@ def _data(n: int = 400, d: int = 3, seed: int = 0, loss: str = "logistic") -> Ta
         else np.clip(s / 4 + 0.1 * rng.standard_normal(n), -1, 1)
     return TabularData(X=X, y=y, x_bound=1.0, y_bound=1.0,
                        feature_names=tuple(f"x{i}" for i in range(d)), target="y")
+
+
+def test_alphas_start_with_opacus_defaults() -> None:
+    """dpsgd.py writes opacus' default RDP orders out (to import without opacus): the same."""
+    from opacus.accountants import RDPAccountant
+
+    defaults = list(RDPAccountant.DEFAULT_ALPHAS)
+    assert ALPHAS[:len(defaults)] == defaults
+    assert ALPHAS[len(defaults):] == [64, 80, 96, 128, 160, 192, 256, 384, 512, 768, 1024]
 
 
 def exact_delta_k_fold(eps0: float, delta0: float, k: int, eps: float) -> float:

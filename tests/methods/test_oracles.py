@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from marginal_fixtures import MD_ATTRS, MD_SIZES, discrete_data, noisy_measurements
 
-from dpbench.methods.marginals import _mbi
+from dpbench.methods.marginals import _mbi, settings
 from dpbench.methods.marginals._mbi import ORACLES, OneOracleMirrorDescent
 from dpbench.methods.marginals.aim import AIMSettings
 from dpbench.methods.regression.ddssp import DDSSP
@@ -22,6 +22,12 @@ from dpbench.privacy import Accountant
 from dpbench.runner.artifacts import artifact_context
 
 CLIQUES = [("a", "b"), ("b", "c"), ("a", "c"), ("c", "d", "e"), ("a", "e")]   # a cycle
+
+
+def test_oracle_names_are_the_oracles() -> None:
+    """settings.py names the oracles without mbi (to import light): _mbi's, in its order."""
+    assert tuple(ORACLES) == settings.ORACLES
+    assert set(settings.EXACT_ORACLES) <= set(ORACLES)
 
 
 def _clique_vector(domain: object, tables: dict) -> object:

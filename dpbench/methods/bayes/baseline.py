@@ -4,7 +4,8 @@ Deterministic: the sampler key is derived from the fingerprint of the data
 and the specification, so every process computes the same draws. Inside the
 runner the draws go through the trial's artifact store (``<results_dir>/cache``,
 built once under a lock, published atomically), as the marginal releases do;
-outside it (tests, scripts) they are computed afresh.
+outside it (tests, scripts) they are computed afresh. JAX and NumPyro are imported when
+draws are made, not with this module (method.py's class is imported by planning commands).
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpbench.methods.bayes import _jax, models
-from dpbench.methods.bayes.sampling import Draws, Settings, sample
 from dpbench.runner.artifacts import current_context
+
+if TYPE_CHECKING:
+    from dpbench.methods.bayes import models
+    from dpbench.methods.bayes.sampling import Draws, Settings
 
 CACHE_VERSION = 1
 
@@ -50,6 +54,9 @@ def fingerprint(X: NDArray, y: NDArray, spec: BaselineSpec) -> str:
 def nonprivate_posterior(X: NDArray, y: NDArray, spec: BaselineSpec, *,
                          use_cache: bool = True) -> Draws:
     """theta draws of the exact-likelihood posterior of (X, y) under ``spec``."""
+    from dpbench.methods.bayes import _jax, models
+    from dpbench.methods.bayes.sampling import Draws, sample
+
     fp = fingerprint(X, y, spec)
 
     def build() -> tuple[dict[str, np.ndarray], dict]:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from functools import cache
 
+from dpbench.methods.bayes import _jax  # noqa: F401  (first: JAX in float64)
+
+# isort: split
 import jax.numpy as jnp
 import numpy as np
 from numpy.typing import NDArray

@@ -1,20 +1,22 @@
-"""NoiseAwareGLM: DP release of PASS-GLM statistics + noise-aware posterior sampling."""
+"""NoiseAwareGLM: DP release of PASS-GLM statistics + noise-aware posterior sampling.
+
+JAX and NumPyro (the moment program, models and sampler) are imported when the method is
+built or fitted, not with this module: commands that only plan import the class.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
-from dpbench.methods.bayes import _jax, models
 from dpbench.methods.bayes.baseline import BaselineSpec, nonprivate_posterior
 from dpbench.methods.bayes.mle import mle
-from dpbench.methods.bayes.moments import build_program
 from dpbench.methods.bayes.release import (
     NEIGHBOURS,
     NoisyStatistics,
@@ -23,9 +25,11 @@ from dpbench.methods.bayes.release import (
     labels_pm1,
     release,
 )
-from dpbench.methods.bayes.sampling import Draws, Settings, sample
 from dpbench.methods.outputs import LinearFit, PosteriorDraws
 from dpbench.privacy.accountant import Accountant
+
+if TYPE_CHECKING:
+    from dpbench.methods.bayes.sampling import Draws
 
 #: the paper's choices per GLM: (sampler, theta prior, Sigma prior)
 PAPER_DEFAULTS = {"logistic": ("nuts", "norm_truncated", "lkj"),
@@ -74,6 +78,10 @@ class NoiseAwareGLM(LinearModel):
         if isinstance(norm_bound_sq, str) and norm_bound_sq not in NORM_BOUND_RULES:
             raise ValueError(f"norm_bound_sq={norm_bound_sq!r} is invalid; valid: a number > 0 "
                              f"or {', '.join(NORM_BOUND_RULES)}")
+        from dpbench.methods.bayes import models
+        from dpbench.methods.bayes.moments import build_program
+        from dpbench.methods.bayes.sampling import Settings
+
         paper_sampler, paper_theta, paper_sigma = PAPER_DEFAULTS[glm]
         super().__init__(
             glm=glm, R=R, R_y=R_y, outside=outside, sampler=sampler or paper_sampler,
@@ -91,6 +99,10 @@ class NoiseAwareGLM(LinearModel):
 
     # -- fitting -------------------------------------------------------------------
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
+        from dpbench.methods.bayes import _jax, models
+        from dpbench.methods.bayes.moments import build_program
+        from dpbench.methods.bayes.sampling import sample
+
         p = self.params
         X, y = self.bounded(data)
         self.bounded_ = (X, y)

@@ -25,6 +25,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from dpbench.methods.bayes import _jax  # noqa: F401  (first: JAX in float64)
+
+# isort: split
 import jax.numpy as jnp
 import numpy as np
 import numpyro

@@ -27,6 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
+from dpbench.methods.bayes import _jax  # noqa: F401  (first: JAX in float64)
+
+# isort: split
 import jax.numpy as jnp
 import numpy as np
 from numpy.typing import NDArray

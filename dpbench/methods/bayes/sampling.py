@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from dpbench.methods.bayes import _jax  # noqa: F401  (first: JAX in float64)
+
+# isort: split
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Self
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
@@ -29,6 +28,8 @@ class PublicLogistic(LinearModel):
         super().__init__(max_iter=max_iter)
 
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
+        from sklearn.linear_model import LogisticRegression  # here: planning imports the class
+
         clf = LogisticRegression(C=np.inf, fit_intercept=False,
                                  max_iter=self.params["max_iter"])
         clf.fit(data.X, data.y)

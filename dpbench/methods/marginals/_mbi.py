@@ -183,9 +183,6 @@ ORACLES = {"hugin": marginal_oracles.message_passing_hugin,
            "guarded": functools.partial(marginal_oracles.message_passing_implicit,
                                         contraction=einsum_guarded)}
 
-#: Oracles whose marginals are HUGIN's up to rounding on every input (semistable's are not
-#: where it underflows): their small models may take flat.py's shared HUGIN program.
-EXACT_ORACLES = ("hugin", "guarded")
 
 
 @dataclasses.dataclass(frozen=True)

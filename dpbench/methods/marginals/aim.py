@@ -30,7 +30,6 @@ import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -40,6 +39,7 @@ from dpbench.methods.marginals.data import checked_codes, data_marginal
 from dpbench.methods.marginals.model import MarginalModel, RhoCharge
 from dpbench.methods.marginals.model_size import MAX_ATTRIBUTES, model_sizes_mb
 from dpbench.methods.marginals.noise import measure, noise_is_off, select
+from dpbench.methods.marginals.settings import AIMSettings
 from dpbench.methods.marginals.workloads import (
     Clique,
     clique_size,
@@ -49,70 +49,9 @@ from dpbench.methods.marginals.workloads import (
 )
 from dpbench.privacy.accountant import Accountant
 
-ESTIMATORS = ("mrf", "mixture")
 #: AIM's neighbouring relation: one record added or removed (a marginal's L2 sensitivity 1)
 RELATION = "add_remove"
-#: the mrf estimator's marginal oracle unless a method sets ``oracle``
-DEFAULT_ORACLE = "guarded"
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class AIMSettings:
-    """AIM hyperparameters; defaults are the DD-SSP paper's (Sec. G.2, App. A)."""
-
-    max_model_size: float = 200.0     # MB (paper: 200 MB; the AIM paper's default is 80)
-    max_iters: int = 1000             # estimation iterations per round (paper: at most 1000)
-    final_iters: int | None = None    # iterations of the final estimate (None: max_iters)
-    rounds: int | None = None         # T (None: rounds_per_attribute x number of attributes)
-    rounds_per_attribute: float = 16  # T / d, T rounded up (paper: 16)
-    alpha: float = 0.9                # share of each round's budget spent on measurement
-    estimator: str = "mrf"            # mrf (Private-PGM) | mixture (Fig. 6 ablation)
-    mixture_components: int = 10      # as private-pgm's MixtureInference default
-    mixture_lr: float = 1.0           # Adam step size (as MixtureInference)
-    #: marginal oracle of the mrf estimator (_mbi.ORACLES): guarded (default: HUGIN's
-    #: marginals to rounding, einsums where they are exact; AIM on Adult at eps 1 1.49x /
-    #: 1.80x faster than hugin in a first / later process, docs/speed.md) | hugin (mbi's, the
-    #: default before 2026-11-25) | semistable (mbi's fast oracle, not exact where it
-    #: underflows)
-    oracle: str = DEFAULT_ORACLE
-    #: models up to this many cells use the program shared by their size class (flat.py;
-    #: hugin and guarded); 0: mbi's program per model structure for every fit
-    shared_max_cells: int = flat.SHARED_MAX_CELLS
-
-    def __post_init__(self) -> None:
-        if not self.max_model_size > 0:
-            raise ValueError(f"max_model_size={self.max_model_size} must be > 0 (MB)")
-        if self.max_iters < 1 or (self.final_iters is not None and self.final_iters < 1):
-            raise ValueError(f"max_iters={self.max_iters} / final_iters={self.final_iters} "
-                             "must be >= 1")
-        if self.rounds is not None and self.rounds < 1:
-            raise ValueError(f"rounds={self.rounds} must be >= 1 or None")
-        if not self.rounds_per_attribute > 1:
-            raise ValueError(f"rounds_per_attribute={self.rounds_per_attribute} must be > 1 "
-                             "(the initial 1-way measurements take d of the T rounds' budget)")
-        if not 0 < self.alpha < 1:
-            raise ValueError(f"alpha={self.alpha} must lie in (0, 1)")
-        if self.estimator not in ESTIMATORS:
-            raise ValueError(f"estimator={self.estimator!r}; valid: {', '.join(ESTIMATORS)}")
-        if self.mixture_components < 1 or not self.mixture_lr > 0:
-            raise ValueError("mixture_components must be >= 1 and mixture_lr > 0")
-        if self.oracle not in _mbi.ORACLES:
-            raise ValueError(f"oracle={self.oracle!r}; valid: {', '.join(_mbi.ORACLES)}")
-        if self.shared_max_cells < 0:
-            raise ValueError(f"shared_max_cells={self.shared_max_cells} must be >= 0 "
-                             "(0: mbi's program per model structure)")
-        if self.oracle != DEFAULT_ORACLE and self.estimator != "mrf":
-            raise ValueError(f"oracle={self.oracle!r} applies to estimator='mrf' only "
-                             f"(got estimator={self.estimator!r}, which has no oracle)")
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-    def total_rounds(self, attributes: int) -> int:
-        """T for data with this many attributes: ``rounds``, else ``rounds_per_attribute``
-        x attributes rounded up."""
-        return self.rounds or math.ceil(self.rounds_per_attribute * attributes)
 
 
 class _Estimator:

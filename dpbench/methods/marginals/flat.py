@@ -35,13 +35,8 @@ import numpy as np
 
 from dpbench import program_store
 from dpbench.methods.marginals import _mbi
+from dpbench.methods.marginals.settings import EXACT_ORACLES, SHARED_MAX_CELLS
 from dpbench.methods.marginals.workloads import Clique
-
-#: Default of ``shared_max_cells``: models up to this many junction-tree cells are fitted by
-#: the shared size-class program. From per-fit timings of AIM's Adult fits (docs/speed.md):
-#: up to ~3,100 cells a shared program's fit is as fast as mbi's compiled one (and needs no
-#: compile); at ~8,000 cells its oracle is ~3.7x slower.
-SHARED_MAX_CELLS = 4096
 
 #: least padded sizes (levels, pairs per level, cells, measured cells, separator cells):
 #: small models share one program, since their steps are cheap either way (on Adult this
@@ -333,13 +328,13 @@ def estimate(domain: object, measurements: list, iters: int,
 def estimate_mrf(domain: object, measurements: list, *, iters: int,
                  warm_start: object | None = None, oracle: str = "hugin",
                  shared_max_cells: int = SHARED_MAX_CELLS) -> object:
-    """_mbi.estimate_mrf, except that with an exact oracle (_mbi.EXACT_ORACLES: HUGIN's
+    """_mbi.estimate_mrf, except that with an exact oracle (EXACT_ORACLES: HUGIN's
     marginals up to rounding) a model of at most ``shared_max_cells`` junction-tree cells
     whose measurements are all identity queries is fitted by :func:`estimate`: the same
     iterates (up to summation order) from a program shared by every model of its size
     class, instead of one compiled program per structure. ``shared_max_cells=0`` always
     takes mbi's program."""
-    if oracle in _mbi.EXACT_ORACLES and shared_max_cells > 0 and all(map(identity, measurements)):
+    if oracle in EXACT_ORACLES and shared_max_cells > 0 and all(map(identity, measurements)):
         cliques = list(dict.fromkeys(tuple(m.clique) for m in measurements))
         if _mbi.model_size_mb(domain, cliques) * 2**20 / 8 <= shared_max_cells:
             _mbi.release_compiled_programs_if_needed()

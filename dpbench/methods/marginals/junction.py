@@ -24,7 +24,8 @@ cost a few eliminations and outer products rather than one elimination per compo
 candidate.
 
 The tree structure comes from mbi's own junction-tree builder, so model-size
-limits and this inference agree on the cliques.
+limits and this inference agree on the cliques. It is imported when a tree is built, not
+with this module, since mbi brings JAX (planning commands import the method classes only).
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ import networkx as nx
 import numpy as np
 from scipy.special import logsumexp
 
-from dpbench.methods.marginals import _mbi
 from dpbench.methods.marginals.axes import aligned
 from dpbench.methods.marginals.workloads import Clique
 
@@ -80,6 +80,8 @@ class CalibratedTree:
         self.attributes = tuple(attributes)
         self.sizes = {a: int(sizes[a]) for a in self.attributes}
         self.total = float(total)
+        from dpbench.methods.marginals import _mbi  # JAX and mbi: only once a tree is built
+
         domain = _mbi.to_domain(self.attributes, self.sizes)
         jtree, _ = _mbi.junction_tree.make_junction_tree(domain, [tuple(c) for c in cliques])
         self.tree: nx.Graph = jtree

@@ -14,6 +14,9 @@ Two model kinds:
 MST's domain compression is kept as a per-attribute map from original level to
 model level; a merged ("rare") model level spreads its mass uniformly over its
 original levels (the expectation of MST's random decompression).
+
+junction.py (networkx, scipy; ~0.4 s) is imported where a model is queried or sampled,
+not with this module, which the method classes import when planning.
 """
 
 from __future__ import annotations
@@ -23,13 +26,15 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from dpbench.methods.marginals.junction import CalibratedTree, round_counts, sample_rounded
 from dpbench.methods.marginals.workloads import Clique
+
+if TYPE_CHECKING:
+    from dpbench.methods.marginals.junction import CalibratedTree
 
 Kind = Literal["mrf", "mixture"]
 
@@ -73,6 +78,8 @@ class MarginalModel:
     # -- queries -------------------------------------------------------------------------------
     @cached_property
     def _tree(self) -> CalibratedTree:
+        from dpbench.methods.marginals.junction import CalibratedTree
+
         return CalibratedTree(self.model_sizes, self.attributes, self.cliques, self.tables,
                               self.total)
 
@@ -154,11 +161,15 @@ class MarginalModel:
 
     def _sample_mrf(self, rows: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Private-PGM's randomised-rounding sampler, in numpy (junction.sample_rounded)."""
+        from dpbench.methods.marginals.junction import sample_rounded
+
         return sample_rounded(self._tree, rows, rng)
 
     def _sample_mixture(self, rows: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Mixture sampling by per-component randomised rounding (as mbi's MixtureOfProducts
         does), but drawn from the given generator."""
+        from dpbench.methods.marginals.junction import round_counts
+
         k = self._products[0].shape[0]
         per = rows // k + 1
         blocks = {a: [] for a in self.attributes}

@@ -24,7 +24,6 @@ import itertools
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -33,32 +32,13 @@ from dpbench.methods.marginals import _mbi
 from dpbench.methods.marginals.data import checked_codes, data_marginal
 from dpbench.methods.marginals.model import MarginalModel, RhoCharge
 from dpbench.methods.marginals.noise import measure, noise_is_off, select
+from dpbench.methods.marginals.settings import MSTSettings
 from dpbench.methods.marginals.workloads import Clique
 from dpbench.privacy.accountant import Accountant
 
 #: MST's neighbouring relation: one record added or removed (a marginal's L2 sensitivity 1,
 #: a score's (an L1 distance to a fixed model) change at most 1)
 RELATION = "add_remove"
-
-
-@dataclass(frozen=True)
-class MSTSettings:
-    """MST hyperparameters (defaults: the MST reference implementation's)."""
-
-    max_iters: int = 5000          # iterations of the final Private-PGM estimate
-    select_iters: int = 1000       # iterations of the 1-way model used for selection
-    compress: bool = True          # domain compression (the paper's MST; off: ablation)
-    threshold: float = 3.0         # merge levels whose noisy count < threshold noise sds
-
-    def __post_init__(self) -> None:
-        if self.max_iters < 1 or self.select_iters < 1:
-            raise ValueError(f"max_iters={self.max_iters} and select_iters={self.select_iters} "
-                             "must be >= 1")
-        if not self.threshold >= 0:
-            raise ValueError(f"threshold={self.threshold} must be >= 0")
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def run_mst(data: pd.DataFrame, sizes: Mapping[str, int], accountant: Accountant,

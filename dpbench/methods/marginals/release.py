@@ -10,6 +10,10 @@ AIM-Synth of the same cell use one fit and are charged the same amount; the
 mechanism's randomness is then seeded from the cell and the settings (never
 from the records, nor from the consumer's name). Outside a context, or with
 noise disabled, nothing is cached and the mechanism draws from the caller's rng.
+
+The mechanisms (aim.py, mst.py, hence mbi and JAX) are imported when a release is made,
+not with this module: the method classes built on it are imported (and constructed) by
+commands that only plan.
 """
 
 from __future__ import annotations
@@ -22,11 +26,9 @@ from typing import Any
 import numpy as np
 
 from dpbench.data.base import TabularData
-from dpbench.methods.marginals._mbi import EXACT_ORACLES
-from dpbench.methods.marginals.aim import AIMSettings, run_aim
 from dpbench.methods.marginals.model import MarginalModel
-from dpbench.methods.marginals.mst import MSTSettings, run_mst
 from dpbench.methods.marginals.noise import noise_is_off
+from dpbench.methods.marginals.settings import EXACT_ORACLES, AIMSettings, MSTSettings
 from dpbench.methods.marginals.workloads import WORKLOADS, build_workload, is_workload
 from dpbench.privacy.accountant import Accountant
 from dpbench.runner.artifacts import current_context
@@ -73,6 +75,9 @@ def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.
     """(model, info): the marginal model of ``data``'s features + target, paid for.
 
     ``max_cells`` drops workload marginals with more cells (AIM only)."""
+    from dpbench.methods.marginals.aim import run_aim
+    from dpbench.methods.marginals.mst import run_mst
+
     if data.discrete is None or data.domain is None or data.encoding is None:
         raise ValueError("marginal-based methods need discrete records with a domain and an "
                          "encoding (datasets loaded by dpbench.data.discrete.load_discrete)")

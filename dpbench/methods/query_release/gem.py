@@ -42,6 +42,9 @@ one answered. Post-processing: no budget.
 
 ``init_state`` (GEM-Pub) starts from given parameters (a pre-trained generator) instead of
 the default initialisation; :mod:`~dpbench.methods.query_release.gem_pub` provides them.
+
+torch is imported by the methods that compute and the network lives in _gem_network.py,
+so that importing the class (as commands that only plan do) needs no torch.
 """
 
 from __future__ import annotations
@@ -49,12 +52,10 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
-import torch
 from numpy.typing import NDArray
-from torch import nn
 
 from dpbench.data.base import TabularData
 from dpbench.methods.query_release.queries import QuerySet
@@ -77,36 +78,13 @@ from dpbench.methods.query_release.template import (
 )
 from dpbench.privacy.accountant import Accountant
 
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from dpbench.methods.query_release._gem_network import Generator
+
 OUTPUT_WEIGHTS = ("ema", "last")
-
-
-class Residual(nn.Module):
-    """CTGAN's residual block: ReLU(BN(W x + b)) concatenated with x."""
-
-    def __init__(self, i: int, o: int) -> None:
-        super().__init__()
-        self.fc = nn.Linear(i, o)
-        self.bn = nn.BatchNorm1d(o)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cat([torch.relu(self.bn(self.fc(x))), x], dim=1)
-
-
-class Generator(nn.Module):
-    """CTGAN's generator (module docstring), d' logits per latent vector."""
-
-    def __init__(self, embedding_dim: int, hidden: Sequence[int], out: int) -> None:
-        super().__init__()
-        layers: list[nn.Module] = []
-        dim = embedding_dim
-        for h in hidden:
-            layers.append(Residual(dim, h))
-            dim += h
-        layers.append(nn.Linear(dim, out))
-        self.seq = nn.Sequential(*layers)
-
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        return self.seq(z)
 
 
 def state_arrays(g: nn.Module) -> dict[str, NDArray]:
@@ -154,6 +132,10 @@ class GEM(RelaxedMethod):
     def network(self, out: int, rng: np.random.Generator) -> Generator:
         """A freshly initialised generator with ``out`` outputs, its initialisation drawn
         from a torch seed taken from ``rng`` (torch's global generator is left as it was)."""
+        import torch
+
+        from dpbench.methods.query_release._gem_network import Generator
+
         p = self.params
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(rng.integers(2**62)))
@@ -166,6 +148,8 @@ class GEM(RelaxedMethod):
         (or loaded from ``start``), ``rows()`` its relaxed rows on B latent vectors drawn
         once from ``gen`` (with the column of ones), the queries' column index and the
         all-query answer plan."""
+        import torch
+
         p = self.params
         g = self.network(int(sum(qs.sizes)), rng).to(dev)
         if start is not None:
@@ -185,6 +169,8 @@ class GEM(RelaxedMethod):
         return None
 
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
+        import torch
+
         p = self.params
         qs = self.queries(data)
         start = self.init_state(data, accountant)
@@ -231,6 +217,8 @@ class GEM(RelaxedMethod):
                 errors: torch.Tensor, threshold: float, lr: float | None = None) -> int:
         """One round's optimisation (module docstring) at ``lr`` (None: the method's);
         returns the steps taken."""
+        import torch
+
         p = self.params
         opt = torch.optim.Adam(g.parameters(), lr=p["lr"] if lr is None else lr)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, p["max_iters"], eta_min=1e-8)

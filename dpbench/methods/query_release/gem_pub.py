@@ -29,11 +29,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-import torch
 from numpy.typing import NDArray
 
 from dpbench.data.base import TabularData
@@ -47,6 +45,9 @@ from dpbench.methods.query_release.relaxed import (
 )
 from dpbench.privacy.accountant import Accountant
 from dpbench.runner.artifacts import current_context
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ARTIFACT_VERSION = 1
 #: pre-training stops once the largest public error is below this (the authors' 0.001)
@@ -78,6 +79,8 @@ def pretrain(public: pd.DataFrame, domain: Mapping[str, int], n_rows: int,
     """(state, info): the generator pre-trained on the ``public`` rows (module docstring).
     ``n_rows`` (the number of private rows, public under replace-one neighbours) only
     resolves a ``max_cells: n`` workload; ``params`` are GEM-Pub's."""
+    import torch  # here, not with the module: planning commands import the class
+
     qs = public_queries(dict(domain), n_rows, params)
     true = qs.answers(public[list(qs.attributes)])
     p = params

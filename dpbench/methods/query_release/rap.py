@@ -41,10 +41,9 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
-import torch
 
 from dpbench.data.base import TabularData
 from dpbench.methods.query_release.relaxed import (
@@ -65,6 +64,9 @@ from dpbench.methods.query_release.template import (
     plan,
 )
 from dpbench.privacy.accountant import Accountant
+
+if TYPE_CHECKING:
+    import torch
 
 RHO_CONVERSIONS = ("cks", "bun_steinke")
 
@@ -109,6 +111,8 @@ class RAP(RelaxedMethod):
             number=number, seed=seed, max_cells=max_cells)
 
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
+        import torch  # here, not with the module: planning commands import the class
+
         p = self.params
         qs = self.queries(data)
         true = qs.answers(data.discrete)
@@ -146,6 +150,8 @@ class RAP(RelaxedMethod):
     def _project(self, W: torch.Tensor, rows: Any, past: torch.Tensor,
                  target: torch.Tensor) -> None:
         """One round's relaxed projection onto the measurements (module docstring)."""
+        import torch
+
         p = self.params
         opt = torch.optim.Adam([W], lr=p["lr"])
         best, bad = float("inf"), 0

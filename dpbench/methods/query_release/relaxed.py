@@ -40,6 +40,9 @@ unchanged), the same records on every call; (X, y) are the data's encoding of th
 Determinism: every fit runs in :func:`torch_session`, one thread (bit-identical results
 whatever the machine's core count) with a torch generator seeded from the trial's numpy
 generator; ``device: auto`` uses a GPU when present (not bit-identical to the CPU).
+
+torch is imported by the functions that compute, not with this module: commands that only
+plan import the method classes to read their declarations.
 """
 
 from __future__ import annotations
@@ -48,10 +51,9 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from numpy.typing import NDArray
 
 from dpbench.data.base import TabularData
@@ -65,6 +67,9 @@ from dpbench.methods.query_release.queries import (
 )
 from dpbench.methods.query_release.template import AdaptiveBudget
 from dpbench.methods.records import post_seed, sample_blocks, synthetic_table
+
+if TYPE_CHECKING:
+    import torch
 
 #: queries answered per gather in :func:`all_answers` (B x chunk x k floats at a time)
 CHUNK = 32_768
@@ -90,6 +95,8 @@ def column_index(qs: QuerySet) -> NDArray[np.int64]:
 
 def with_ones(X: torch.Tensor) -> torch.Tensor:
     """X with the column of ones that padded queries read appended."""
+    import torch
+
     return torch.cat([X, torch.ones(X.shape[0], 1, dtype=X.dtype, device=X.device)], dim=1)
 
 
@@ -116,6 +123,8 @@ class AnswerPlan:
 
     def __init__(self, qs: QuerySet, index: NDArray[np.int64], device: torch.device,
                  chunk: int = CHUNK) -> None:
+        import torch
+
         off = block_offsets(qs)
         attr = np.searchsorted(off, index, side="right") - 1      # d' (ones) -> len(sizes)
         levels = np.append(np.asarray(qs.sizes), 0)[attr]
@@ -136,36 +145,44 @@ class AnswerPlan:
             self.groups.append(_Group(slice(int(off[j]), int(off[j + 1])), t(uniq),
                                       t(inv.reshape(-1)), t(last_col[sel] - off[j]), t(sel)))
 
-    @torch.no_grad()
     def __call__(self, X: torch.Tensor) -> NDArray:
-        Xo = with_ones(X.detach())
-        out = torch.empty(self.n_queries, dtype=X.dtype, device=X.device)
-        for g in self.groups:
-            M = torch.cat([_products(Xo, u).T @ Xo[:, g.block]
-                           for u in torch.split(g.prefixes, self.chunk)])
-            out[g.positions] = M[g.prefix_of, g.level] / X.shape[0]
-        return out.double().cpu().numpy()
+        import torch
+
+        with torch.no_grad():
+            Xo = with_ones(X.detach())
+            out = torch.empty(self.n_queries, dtype=X.dtype, device=X.device)
+            for g in self.groups:
+                M = torch.cat([_products(Xo, u).T @ Xo[:, g.block]
+                               for u in torch.split(g.prefixes, self.chunk)])
+                out[g.positions] = M[g.prefix_of, g.level] / X.shape[0]
+            return out.double().cpu().numpy()
 
 
 def _products(Xo: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
     """(B, U): per row, the product of the columns of each tuple in ``cols`` (U, j)."""
+    import torch
+
     if cols.shape[1] == 0:
         return torch.ones(Xo.shape[0], cols.shape[0], dtype=Xo.dtype, device=Xo.device)
     return Xo[:, cols].prod(-1)
 
 
-@torch.no_grad()
 def all_answers(X: torch.Tensor, index: torch.Tensor, chunk: int = CHUNK) -> NDArray:
     """Every query's answer (float64 numpy, flat layout) on relaxed rows ``X`` (B, d') by
     gathering, chunk by chunk of queries (the authors' way; the reference for
     :class:`AnswerPlan`, which is ~50x faster on ADULT)."""
-    Xo = with_ones(X.detach())
-    parts = [answers(Xo, idx) for idx in torch.split(index, chunk)]
-    return torch.cat(parts).double().cpu().numpy()
+    import torch
+
+    with torch.no_grad():
+        Xo = with_ones(X.detach())
+        parts = [answers(Xo, idx) for idx in torch.split(index, chunk)]
+        return torch.cat(parts).double().cpu().numpy()
 
 
 def block_softmax(logits: torch.Tensor, sizes: tuple[int, ...]) -> torch.Tensor:
     """Per-attribute softmax over each block of columns."""
+    import torch
+
     return torch.cat([b.softmax(-1) for b in torch.split(logits, list(sizes), dim=1)], dim=1)
 
 
@@ -174,6 +191,8 @@ def torch_session(rng: np.random.Generator, device: str = "cpu"
                   ) -> Iterator[tuple[torch.Generator, torch.device]]:
     """One torch thread and a generator seeded from ``rng`` (module docstring); restores
     the thread count after."""
+    import torch
+
     if device not in DEVICES:
         raise ValueError(f"device={device!r} is unknown; valid: {', '.join(DEVICES)}")
     dev = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else "cpu")

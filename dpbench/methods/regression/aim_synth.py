@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Self
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 from dpbench.data.base import TabularData
 from dpbench.methods.classification.default_logistic import logistic_coef
@@ -60,7 +59,10 @@ class AIMSynth(MarginalMethod):
             self.coef_ = np.zeros(X.shape[1])       # one class only: no direction to learn
         else:
             # C=inf: no penalty (the authors' penalty=None, deprecated in scikit-learn 1.8;
-            # the same fit, bit for bit)
+            # the same fit, bit for bit); scikit-learn imported here: the class is also
+            # imported by commands that only plan
+            from sklearn.linear_model import LogisticRegression
+
             clf = LogisticRegression(C=np.inf, fit_intercept=False, max_iter=1000)
             self.coef_ = clf.fit(X, y).coef_.ravel()
         self._info["synth_rows"] = int(rows)
