@@ -326,6 +326,24 @@ def cell_problem(task: Task, dataset: str, dentry: Mapping[str, Any], method: st
     return None if reason is None else f"method {method!r} {reason}"
 
 
+def params_mismatch(task: Task, m: AxisPoint, profile: str | None,
+                    task_params: Mapping[str, Any]) -> str | None:
+    """Why the method point ``m`` cannot be scored with ``task_params`` (its output is made
+    for other values of parameters the task also takes, :attr:`Task.matched`), or None:
+    checked on the method's complete parameters (its class defaults under its yaml's)."""
+    from dpbench.runner.execute import import_object
+
+    cls = import_object(m.entry["_target_"])
+    params = m.params(profile)
+    kind = next((k for k in cls.scored_kinds(task, params) if k in cls.produces), None)
+    if kind is None or kind not in task.matched:
+        return None
+    defaults = {k: p.default for k, p in inspect.signature(cls.__init__).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+    reason = task.mismatch(kind, {**defaults, **params}, task_params)
+    return None if reason is None else f"method {m.id!r}: {reason}"
+
+
 def thin(values: Sequence[Any], k: int | None) -> list[Any]:
     """At most k values, evenly spread and keeping both ends."""
     values = list(values)
@@ -517,6 +535,8 @@ def expand_cells(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
         for m in methods_of[d.name]:
             problem = cell_problem(TASKS[task], d.name, d.entry, m.name, m.entry,
                                    m.params(profile), d.params(profile))
+            if problem is None:
+                problem = params_mismatch(TASKS[task], m, profile, task_params[d.name])
             cell_relation = None
             if problem is None and relation is not None:
                 problem, cell_relation = relation_problem(m.entry, m.params(profile), relation)

@@ -45,7 +45,8 @@ TASKS: dict[str, Task] = {t.name: t for t in (
          metrics=("max_error", "mean_error", "rmse", "n_queries"), primary="max_error",
          higher_is_better=False, requires=frozenset({"discrete"}),
          params={"workload": "all_3way", "number": None, "seed": 0, "max_cells": None},
-         check=query_release.check),
+         check=query_release.check,
+         matched={QueryAnswers: ("workload", "number", "seed", "max_cells")}),
 )}
 
 __all__ = ["TASKS", "Task"]

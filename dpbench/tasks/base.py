@@ -38,6 +38,11 @@ class Task:
     #: ``check(split, **params)`` raises a one-line ValueError if the task cannot score this
     #: data with these parameters (run before any trial starts); None = nothing to check
     check: Callable[..., None] | None = None
+    #: per output kind, the task parameters that output is made for: a method scored on
+    #: that kind must take the task's value of each it has (query answers are for one
+    #: workload); the grid refuses a cell that differs, before any fit
+    matched: Mapping[type, tuple[str, ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         if self.primary not in self.metrics:
@@ -61,6 +66,18 @@ class Task:
             raise ValueError(f"task {self.name!r} has no parameter {unknown[0]!r}; valid: "
                              f"{', '.join(sorted(self.params)) or '(none)'}")
         return {**self.params, **given}
+
+    def mismatch(self, kind: type | None, method_params: Mapping[str, Any],
+                 task_params: Mapping[str, Any]) -> str | None:
+        """Why a method whose (complete) parameters are ``method_params``, scored on
+        ``kind``, cannot be scored with ``task_params`` (:attr:`matched`); None if it can."""
+        params = self.resolve_params(task_params)
+        for name in self.matched.get(kind, ()) if kind is not None else ():
+            if name in method_params and method_params[name] != params.get(name):
+                return (f"its {kind.__name__} are for {name}={method_params[name]!r} but the "
+                        f"task scores {name}={params.get(name)!r}: give the method the "
+                        f"task's value (e.g. experiment.method_params_by_dataset)")
+        return None
 
     def check_split(self, split: Split, params: Mapping[str, Any]) -> None:
         """``check`` on a loaded split (a no-op for tasks without one)."""

@@ -97,6 +97,12 @@ CASES = [
     ("run", [E, "methods=[{adassp:{failure_prob:abc}}]"], "abc"),
     ("run", [E, "method_sweep={failure_prob:[abc]}", "methods=[adassp]"], "abc"),
     ("run", [E, "profile.sweep_points={nope:{x:1}}"], "nope"),
+    # task and method parameters that disagree (query answers made for another workload)
+    ("plan", ["experiment=qr_adult", "experiment.task_params={workload: all_2way}"],
+     "workload='all_3way' but the task scores workload='all_2way'"),
+    ("run", ["experiment=qr_adult_star", "profile=smoke",
+             "experiment.method_params_by_dataset.qr_adult_star.gem.number=32"],
+     "number=32 but the task scores number=64"),
     # other commands
     ("plan", ["experiment=nope"], "'nope'"),
     ("status", ["experiment=nope"], "'nope'"),
