@@ -521,6 +521,19 @@ def cmd_status(cfg: DictConfig, versions: bool = False) -> int:
     return 0
 
 
+def status_configs(cfg: DictConfig, overrides: Sequence[str]) -> list[DictConfig]:
+    """What ``status`` reports on: the profile given, else every profile the experiment was
+    run at in this store (``default`` first), else the default profile."""
+    if given(overrides, "profile"):
+        return [cfg]
+    name = str(cfg.experiment.name)
+    ran = {p for e, p in store_of(cfg).runs() if e == name}
+    profiles = [p for p in profile_order() if p in ran]
+    if not profiles or profiles == [str(cfg.profile.name)]:
+        return [cfg]
+    return [compose_config([*overrides, f"profile={p}"]) for p in profiles]
+
+
 def computing_lines(specs: Sequence[TrialSpec], store: ResultStore) -> list[str]:
     """One line per trial of the grid not stored ok whose lease a live run holds."""
     out = []
@@ -852,7 +865,8 @@ def dispatch(args: argparse.Namespace,
             print(store_of(cfg).compact())
             return 0
         if args.command == "status":
-            return cmd_status(cfg, versions=args.versions)
+            return sum(cmd_status(c, versions=args.versions)
+                       for c in status_configs(cfg, args.overrides))
         try:
             compile_cache.max_bytes()      # a bad cache cap stops the run before any work
         except ValueError as exc:

@@ -51,6 +51,9 @@ def test_demo_then_the_readmes_next_five_commands(tmp_path: Path) -> None:
         assert proc.returncode == 0, (argv, proc.stdout[-2000:], proc.stderr[-2000:])
         said = proc.stdout + proc.stderr
         assert not NOTHING_STORED.search(said), (argv, said[-2000:])
+    # status without profile= reports every profile the experiment was run at: the smoke one
+    said = run_cli("status", "experiment=linreg_adult", results, check=True).stdout
+    assert "linreg_adult (smoke)" in said and not NOTHING_STORED.search(said), said[-2000:]
     # what the demo ran is what the commands saw: its figure and the site's page exist
     assert (tmp_path / "results" / "figures" / "linreg_adult-smoke" / "mse_vs_eps.png").is_file()
     assert (tmp_path / "results" / "site" / "linreg_adult-smoke" / "index.html").is_file()
