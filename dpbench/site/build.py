@@ -43,10 +43,6 @@ class Paper:
     def title(self) -> str:
         return title_of(self.readme)
 
-    @property
-    def short(self) -> str:
-        return self.name
-
 
 def stamp() -> str:
     """Now, to the second, UTC (the footer's "built")."""

@@ -9,7 +9,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK, ResultStore
@@ -134,8 +133,3 @@ def claim_counts(claims_json: Path) -> dict[str, int]:
     except (OSError, ValueError):
         return {}
     return dict(sorted(Counter(str(r.get("status")) for r in rows).items()))
-
-
-def jsonable(obj: Any) -> Any:
-    """``obj`` with dataclasses as dicts (what ``page.json`` and the templates read)."""
-    return asdict(obj) if hasattr(obj, "__dataclass_fields__") else obj
