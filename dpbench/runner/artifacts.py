@@ -76,11 +76,18 @@ def atomic_write_bytes(final: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
-class ArtifactStore:
-    """Directory of ``<key[:2]>/<key>.npz`` artifacts."""
+class ArtifactBusy(Exception):
+    """Another process holds the lock of an artifact this trial needs (it is building it),
+    and the runner asked not to wait: the trial is deferred, the worker takes another."""
 
-    def __init__(self, root: str | Path) -> None:
+
+class ArtifactStore:
+    """Directory of ``<key[:2]>/<key>.npz`` artifacts. With ``defer``, a missing artifact
+    another process is building raises :class:`ArtifactBusy` instead of waiting for it."""
+
+    def __init__(self, root: str | Path, *, defer: bool = False) -> None:
         self.root = Path(root)
+        self.defer = defer
 
     @staticmethod
     def key(fields: Mapping[str, Any]) -> str:
@@ -133,7 +140,8 @@ class ArtifactStore:
         """(arrays, meta, hit): the cached artifact for ``fields``, building it at most once.
 
         ``build`` runs only if no readable artifact exists once the lock is held;
-        concurrent callers wait on the lock and then read what the builder wrote.
+        concurrent callers wait on the lock and then read what the builder wrote (or, with
+        ``defer``, raise :class:`ArtifactBusy` at once, so their worker does other work).
         """
         key = self.key(fields)
         found = self.load(key)
@@ -157,7 +165,11 @@ class ArtifactStore:
         lock = self.path(key).with_suffix(".lock")
         lock.parent.mkdir(parents=True, exist_ok=True)
         with open(lock, "a+b") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | (fcntl.LOCK_NB if self.defer else 0))
+            except BlockingIOError:
+                raise ArtifactBusy(f"artifact {key[:12]} is being built by another "
+                                   "process") from None
             try:
                 yield
             finally:
@@ -182,9 +194,11 @@ _CONTEXT: ContextVar[ArtifactContext | None] = ContextVar("dpbench_artifacts", d
 
 
 @contextmanager
-def artifact_context(cell: str, root: str | Path | None) -> Iterator[ArtifactContext]:
-    """Run the enclosed trial with cell ``cell`` and cache root ``root`` (None: no cache)."""
-    ctx = ArtifactContext(cell, ArtifactStore(root) if root is not None else None)
+def artifact_context(cell: str, root: str | Path | None, *, defer: bool = False
+                     ) -> Iterator[ArtifactContext]:
+    """Run the enclosed trial with cell ``cell`` and cache root ``root`` (None: no cache);
+    ``defer``: an artifact another process is building raises :class:`ArtifactBusy`."""
+    ctx = ArtifactContext(cell, ArtifactStore(root, defer=defer) if root is not None else None)
     token = _CONTEXT.set(ctx)
     try:
         yield ctx

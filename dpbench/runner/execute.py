@@ -34,7 +34,7 @@ from dpbench.privacy.accountant import (
 from dpbench.privacy.conversions import cdp_eps, gdp_eps
 from dpbench.privacy.relations import group_guarantee, group_size, native_target
 from dpbench.roots import commit
-from dpbench.runner.artifacts import artifact_context
+from dpbench.runner.artifacts import ArtifactBusy, artifact_context
 from dpbench.runner.diskspace import is_full
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import FAILED, OK, ResultStore
@@ -283,8 +283,8 @@ def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
             timing={"data_s": t_data - t0, "fit_s": t_fit - t_data, "eval_s": t_eval - t_fit},
         )
     except Exception as exc:  # the trial fails, the sweep goes on
-        if is_full(exc):      # ... unless the disk is full: the run stops, nothing recorded
-            raise
+        if is_full(exc) or isinstance(exc, ArtifactBusy):   # ... unless the disk is full
+            raise          # (the run stops) or the trial is deferred: nothing recorded
         record.update(status=FAILED, error=f"{type(exc).__name__}: {exc}",
                       traceback=traceback.format_exc())
     finally:
@@ -311,7 +311,8 @@ HOLD_ENV = "DPBENCH_TRIAL_HOLD_S"
 
 
 def run_trial(spec: TrialSpec | dict[str, Any], store_root: str, *,
-              trace_memory: bool = False, since: float | None = None) -> str:
+              trace_memory: bool = False, since: float | None = None,
+              defer: bool = False) -> str:
     """Compute one trial under its lease and store its record; returns the outcome.
 
     This is the unit of work for every backend (local joblib worker, SLURM task). The trial
@@ -320,7 +321,9 @@ def run_trial(spec: TrialSpec | dict[str, Any], store_root: str, *,
     ``failed`` (computed here), :data:`DONE_ELSEWHERE` (already stored ok),
     :data:`FAILED_ELSEWHERE` (stored failed by another run after ``since``, the unix time
     this run started: not retried; failed records from before are), :data:`HELD` (another
-    live run is computing it). A damaged record is quarantined before the trial is recomputed.
+    live run is computing it; or, with ``defer``, another process is building a shared
+    artifact it needs: the runner asks again later, its worker meanwhile takes other trials).
+    A damaged record is quarantined before the trial is recomputed.
     """
     spec = spec if isinstance(spec, TrialSpec) else TrialSpec.from_dict(spec)
     store = ResultStore(store_root)
@@ -341,11 +344,14 @@ def run_trial(spec: TrialSpec | dict[str, Any], store_root: str, *,
         cache = Path(store_root).parent / "cache"
         compile_cache.use_root(cache)
         compile_cache.max_bytes()           # a bad cache cap fails here, before the work
-        with store.keep_alive(lease), artifact_context(cell=digest(spec.data_identity()),
-                                                       root=cache):
-            _log_computation(spec.key)
-            record = execute(spec, trace_memory=trace_memory)
-            time.sleep(float(os.environ.get(HOLD_ENV) or 0))
+        try:
+            with store.keep_alive(lease), artifact_context(
+                    cell=digest(spec.data_identity()), root=cache, defer=defer):
+                _log_computation(spec.key)
+                record = execute(spec, trace_memory=trace_memory)
+                time.sleep(float(os.environ.get(HOLD_ENV) or 0))
+        except ArtifactBusy:
+            return HELD
         store.put(record)
         compile_cache.prune_if_grown()      # the stored programs back within their cap
         return record["status"]

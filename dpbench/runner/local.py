@@ -118,9 +118,10 @@ def progress_bar(disable: bool = False) -> Progress:
 
 
 def run_keyed(key: str, spec: dict, store_root: str, trace_memory: bool,
-              since: float) -> tuple[str, str]:
+              since: float, defer: bool = False) -> tuple[str, str]:
     """:func:`run_trial` in a worker: (the trial's key, its outcome)."""
-    return key, run_trial(spec, store_root, trace_memory=trace_memory, since=since)
+    return key, run_trial(spec, store_root, trace_memory=trace_memory, since=since,
+                          defer=defer)
 
 
 def summary(counts: Counter[str]) -> str:
@@ -164,7 +165,8 @@ def run_local(specs: Sequence[TrialSpec], store_root: str, *, n_jobs: int = 1,
             todo = held
             if todo:
                 bar.update(task, status=f"{summary(counts)}; waiting for {len(todo)} "
-                                        "trial(s) held by another run")
+                                        "trial(s) held by another run or awaiting a shared "
+                                        "artifact")
                 time.sleep(poll_s)
     return counts
 
@@ -179,9 +181,11 @@ def _round(specs: Sequence[TrialSpec], store_root: str, n_jobs: int, trace_memor
         return
     compile_cache.pin_hash_seed()   # workers inherit it: one hash seed, cache keys found again
     compile_cache.pin_xla_threads()  # one XLA thread per worker: n workers, n cores
+    # defer: a worker that needs a shared artifact another worker is building (e.g. a
+    # release or a public pre-training) takes the next trial instead of waiting on the lock
     results = Parallel(n_jobs=n_jobs, return_as="generator_unordered", batch_size=1,
                        initializer=die_with_parent, initargs=(os.getpid(),))(
-        delayed(run_keyed)(s.key, s.to_dict(), store_root, trace_memory, since)
+        delayed(run_keyed)(s.key, s.to_dict(), store_root, trace_memory, since, True)
         for s in specs)
     try:
         yield from results

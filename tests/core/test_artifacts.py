@@ -174,3 +174,61 @@ def test_a_damaged_release_is_rebuilt_and_the_fit_is_the_same(tmp_path, data):
     with artifact_context(cell="cell-0", root=tmp_path):
         third = DDSSP(**FAST).fit(data, Accountant(1.0, 1e-5, "zcdp"), np.random.default_rng(1))
     assert third.info()["cache_hit"] is True
+
+
+def test_with_defer_a_missing_artifact_being_built_elsewhere_is_busy_not_awaited(tmp_path):
+    """The lock of an artifact held by another open file (another worker building it): a
+    deferring store raises ArtifactBusy at once without building; a stored artifact is
+    read whoever holds the lock; once the lock is free the deferring store builds it."""
+    import fcntl
+
+    from dpbench.runner.artifacts import ArtifactBusy
+
+    store = ArtifactStore(tmp_path, defer=True)
+    calls = []
+
+    def build():
+        calls.append(1)
+        return {"a": np.arange(3.0)}, {}
+
+    lock = store.path(store.key({"k": 2})).with_suffix(".lock")
+    lock.parent.mkdir(parents=True)
+    with open(lock, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)          # "another worker" builds {"k": 2}
+        with pytest.raises(ArtifactBusy):
+            store.get_or_create({"k": 2}, build)
+        assert calls == []
+        ArtifactStore(tmp_path).save(store.key({"k": 2}), {"a": np.arange(3.0)}, {})
+        assert store.get_or_create({"k": 2}, build)[2] is True   # stored: read, no lock
+    assert store.get_or_create({"k": 3}, build)[2] is False and calls == [1]
+
+
+def test_a_deferred_trial_is_held_stores_nothing_and_runs_when_asked_again(tmp_path,
+                                                                            monkeypatch):
+    """run_trial(defer=True) of a DD-SSP trial whose release another process is building:
+    outcome HELD, no record, no lease left; asked again once it is free: computed, ok."""
+    from dpbench.cli import compose_config, grid
+    from dpbench.runner import artifacts
+    from dpbench.runner.execute import HELD, run_trial
+    from dpbench.runner.store import ResultStore
+
+    (spec,) = grid(compose_config(["experiment=linreg_adult", "profile=smoke",
+                                   "methods=[ddssp]", "epsilons=[1.0]", "trials=1"]))
+    store_root = tmp_path / "results" / "store"
+    locked = artifacts.ArtifactStore._locked
+
+    def busy(self, key):
+        if self.defer:
+            raise artifacts.ArtifactBusy("being built elsewhere")
+        return locked(self, key)
+
+    monkeypatch.setattr(artifacts.ArtifactStore, "_locked", busy)
+    assert run_trial(spec, str(store_root), defer=True) == HELD
+    store = ResultStore(store_root)
+    assert store.get(spec.key) is None
+    lease = store.claim(spec.key)                       # the deferred trial left it free
+    assert lease is not None
+    store.release(lease)
+    monkeypatch.undo()
+    assert run_trial(spec, str(store_root), defer=True) == "ok"
+    assert store.get(spec.key)["status"] == "ok"
