@@ -25,6 +25,14 @@ from omegaconf.errors import OmegaConfBaseException
 
 from dpbench import compile_cache
 from dpbench.data.files import DataError
+from dpbench.report.fingerprint import (
+    FINGERPRINT_FILE,
+    config_text,
+    fingerprint,
+    is_current,
+    mark_built,
+)
+from dpbench.report.fingerprint import report_inputs as report_files
 from dpbench.roots import conf_dirs, version_text  # noqa: F401  (cli.version_text)
 from dpbench.runner.cost import SlurmLimits, cost_lines, grid_cost, local_workers, record_seconds
 from dpbench.runner.diskspace import full_line, is_full
@@ -50,6 +58,10 @@ if TYPE_CHECKING:
 
     from dpbench.report.frame import Shortfall
     from dpbench.report.leaderboard import Board
+
+
+#: the figure folder's list of the files it holds (what an unchanged folder prints)
+OUTPUTS_FILE = ".outputs"
 
 
 class UserError(Exception):
@@ -658,6 +670,36 @@ def build_figures(cfg: DictConfig, specs: Sequence[TrialSpec] | None = None,
                         origin_text(cfg, specs))
 
 
+def _figures_digest(cfg: DictConfig, specs: Sequence[TrialSpec], store: ResultStore) -> str:
+    return fingerprint(specs, store, config_text(cfg), report_files(cfg))
+
+
+def current_figures(cfg: DictConfig, specs: Sequence[TrialSpec], store: ResultStore
+                    ) -> list[Path] | None:
+    """The files of the experiment's figure folder if nothing they are built from changed
+    since they were drawn (report.fingerprint), else None."""
+    folder = figure_dir(cfg)
+    listed = folder / OUTPUTS_FILE
+    if not (listed.is_file() and is_current(folder, _figures_digest(cfg, specs, store))):
+        return None
+    paths = [folder / name for name in listed.read_text().splitlines() if name]
+    return paths if all(p.is_file() for p in paths) else None
+
+
+def drawn_figures(cfg: DictConfig, specs: Sequence[TrialSpec], store: ResultStore
+                  ) -> list[Path]:
+    """:func:`build_figures`, then the folder's list of files and its fingerprint (last)."""
+    folder = figure_dir(cfg)
+    (folder / FINGERPRINT_FILE).unlink(missing_ok=True)     # stale until the build ends
+    paths = build_figures(cfg, specs)
+    if paths:
+        digest = _figures_digest(cfg, specs, store)        # after any quarantine it did
+        (folder / OUTPUTS_FILE).write_text("".join(f"{p.relative_to(folder)}\n"
+                                                   for p in paths))
+        mark_built(folder, digest)
+    return paths
+
+
 def report_inputs(cfg: DictConfig, specs: Sequence[TrialSpec]
                   ) -> tuple[pd.DataFrame, list[Shortfall]]:
     """The results frame of the grid and its cells short of trials (said on stderr), after
@@ -719,6 +761,7 @@ def _figures(base: DictConfig, names: list[str | None], profiles: list[str | Non
         require_writable(store.root, base)
     built: dict[str, list[str]] = {}
     skipped: list[str] = []
+    unchanged: list[str] = []
     for name in names if store.keys() else []:
         for profile in profiles:
             extra = ([] if name is None else [f"experiment={name}"]) \
@@ -733,8 +776,12 @@ def _figures(base: DictConfig, names: list[str | None], profiles: list[str | Non
                 skipped.append(f"{cfg.experiment.name} ({cfg.profile.name}: {held} of "
                                f"{len(specs)})")
                 continue
-            require_writable(figure_dir(cfg), cfg)
-            paths = build_figures(cfg, specs)
+            paths = current_figures(cfg, specs, store)
+            if paths is None:
+                require_writable(figure_dir(cfg), cfg)
+                paths = drawn_figures(cfg, specs, store)
+            else:
+                unchanged.append(f"{cfg.experiment.name} ({cfg.profile.name})")
             if not paths:
                 continue
             built.setdefault(cfg.experiment.name, []).append(cfg.profile.name)
@@ -753,6 +800,9 @@ def _figures(base: DictConfig, names: list[str | None], profiles: list[str | Non
     elif built:
         print("built from stored results (experiment: profiles): "
               + "; ".join(f"{e}: {', '.join(ps)}" for e, ps in built.items()))
+    if unchanged:
+        print(f"not drawn again (nothing they are built from changed since): "
+              f"{', '.join(unchanged)}; delete a folder's {FINGERPRINT_FILE} to force it")
     if skipped:
         print(f"not built (never run; these trials are stored only because other experiments "
               f"or profiles share them): {', '.join(skipped)}; `dpbench figures "

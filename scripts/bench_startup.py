@@ -1,4 +1,5 @@
-"""How long the ``dpbench`` command takes to answer, against the bare interpreter.
+"""How long the ``dpbench`` command takes to answer, against the bare interpreter: the
+start-up paths and ``figures`` of one experiment whose figures are up to date.
 
 Each command runs as a fresh process (as a user types it), ``--repeat`` times; the median
 wall time is printed with its ratio to ``python -c pass`` timed in the same way in this
@@ -27,6 +28,9 @@ COMMANDS = {
     "plan, linreg_adult default grid": ["plan", "experiment=linreg_adult"],
     "status, linreg_adult default grid": ["status", "experiment=linreg_adult"],
 }
+#: a small grid whose figures are drawn once, then asked for again (nothing changed)
+FIGURES_GRID = ["experiment=linreg_adult", "profile=smoke", "methods=[public,ssp,adassp]",
+                "runner.progress=false"]
 
 
 def median_seconds(argv: list[str], repeat: int, env: dict[str, str]) -> float:
@@ -52,6 +56,14 @@ def main() -> None:
             extra = [] if argv[0].startswith("--") else [f"results_dir={tmp}"]
             t = median_seconds([str(DPBENCH), *argv, *extra], args.repeat, env)
             print(f"{name:40s} {t:6.2f} s  = {t / base:5.1f} x baseline")
+        figures = [str(DPBENCH), "figures", *FIGURES_GRID, f"results_dir={tmp}/drawn"]
+        for argv in ([str(DPBENCH), "run", *FIGURES_GRID, f"results_dir={tmp}/drawn"],
+                     figures):                      # a grid run and drawn once, then timed
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           env=env, check=True)
+        t = median_seconds(figures, args.repeat, env)
+        print(f"{'figures, one experiment up to date':40s} {t:6.2f} s  = {t / base:5.1f} x "
+              "baseline")
 
 
 if __name__ == "__main__":

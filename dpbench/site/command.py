@@ -15,9 +15,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from dpbench import cli
 from dpbench.catalog import description
+from dpbench.report.fingerprint import config_text, fingerprint, report_inputs
 from dpbench.report.privacy import alerts, budget_note, neighbours_note
-from dpbench.roots import commit, paper_dir, papers_dirs, version_text
-from dpbench.runner.grid import choices, entries
+from dpbench.roots import paper_dir, papers_dirs, version_text
+from dpbench.runner.grid import choices
 from dpbench.runner.local import progress_bar
 from dpbench.runner.store import ResultStore
 from dpbench.site import build
@@ -28,7 +29,6 @@ from dpbench.site.model import (
     Page,
     claim_counts,
     counts,
-    fingerprint,
     provenance,
 )
 
@@ -54,24 +54,15 @@ def paper_of(cfg: DictConfig) -> build.Paper | None:
 
 
 def inputs(cfg: DictConfig) -> list[Path]:
-    """The files a page depends on beyond its trials and the code commit: its experiment
-    and figure yamls, its paper's folder (numbers, claims, notes) and the site's templates
-    (so an edit shows before it is committed)."""
-    files = [entries("experiment")[str(cfg.experiment.name)], *TEMPLATES.iterdir()]
-    figs = entries("figure")
-    files += [figs[f] for f in cfg.experiment.get("figures") or [] if isinstance(f, str)
-              and f in figs]
-    paper = paper_of(cfg)
-    if paper is not None:
-        files += [f for f in paper.readme.parent.rglob("*") if f.is_file()]
-    return files
+    """The files a page depends on beyond its trials and the code commit: its report's
+    (report.fingerprint.report_inputs) and the site's templates."""
+    return [*report_inputs(cfg), *TEMPLATES.iterdir()]
 
 
-def page_fingerprint(cfg: DictConfig, store: ResultStore, version: str) -> str:
+def page_fingerprint(cfg: DictConfig, store: ResultStore) -> str:
     """What one composed grid's page is built from: its trials, config, code and inputs."""
     specs = cli.arena_grid(cfg, data=False)[0] if cfg.experiment.get("arena") else cli.grid(cfg)
-    config = f"{commit()}\n{version}\n{OmegaConf.to_yaml(cfg, resolve=True)}"
-    return fingerprint(specs, store, config, inputs(cfg))
+    return fingerprint(specs, store, config_text(cfg), inputs(cfg))
 
 
 def build_page(cfg: DictConfig, store: ResultStore, out: Path, fp: str) -> Page:
@@ -150,7 +141,7 @@ def cmd_site(overrides: Sequence[str]) -> int:
     stale: list[tuple[int, DictConfig, str]] = []
     for i, (experiment, profile) in enumerate(runs):
         cfg = cli.compose_config([*overrides, f"experiment={experiment}", f"profile={profile}"])
-        fp = page_fingerprint(cfg, store, version)
+        fp = page_fingerprint(cfg, store)
         cached = Page.load(out / f"{experiment}-{profile}", fp)
         if cached is None:
             stale.append((i, cfg, fp))

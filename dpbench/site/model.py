@@ -3,18 +3,18 @@ page) with its :class:`Provenance`, and the fingerprint that says when to rebuil
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from dpbench.report.fingerprint import is_current, mark_built
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK, ResultStore
 
 EXPERIMENT, ARENA = "experiment", "arena"
-PAGE_FILE, FINGERPRINT_FILE = "page.json", ".fingerprint"
+PAGE_FILE = "page.json"
 
 
 @dataclass(frozen=True)
@@ -59,13 +59,13 @@ class Page:
     def save(self, folder: Path, fingerprint: str) -> None:
         """``page.json`` then ``.fingerprint`` (last: a page whose build died is rebuilt)."""
         (folder / PAGE_FILE).write_text(json.dumps(asdict(self), indent=1, sort_keys=True))
-        (folder / FINGERPRINT_FILE).write_text(fingerprint)
+        mark_built(folder, fingerprint)
 
     @classmethod
     def load(cls, folder: Path, fingerprint: str) -> Page | None:
         """The page saved in ``folder`` if its fingerprint is ``fingerprint``, else None."""
         try:
-            if (folder / FINGERPRINT_FILE).read_text() != fingerprint:
+            if not is_current(folder, fingerprint):
                 return None
             data = json.loads((folder / PAGE_FILE).read_text())
             return cls(**{**data, "provenance": Provenance(**data["provenance"])})
@@ -104,26 +104,6 @@ def provenance(specs: Sequence[TrialSpec], store: ResultStore, profile: str,
 def counts(status: Counter[str]) -> tuple[int, int]:
     """(ok, failed) of a status count."""
     return status.get(OK, 0), status.get(FAILED, 0)
-
-
-def fingerprint(specs: Sequence[TrialSpec], store: ResultStore, config: str,
-                files: Iterable[Path]) -> str:
-    """A digest of what a page is built from: the composed ``config`` (text), the stat
-    (size, mtime) of each trial record of the grid, and the content of ``files`` (the
-    paper's numbers and claims, the code commit is in ``config``)."""
-    h = hashlib.sha256(config.encode())
-    for s in specs:
-        try:
-            st = store.path(s.key).stat()
-            h.update(f"{s.key}:{st.st_size}:{st.st_mtime_ns};".encode())
-        except OSError:
-            h.update(f"{s.key}:-;".encode())
-    for f in sorted(set(files)):
-        try:
-            h.update(str(f).encode() + f.read_bytes())
-        except OSError:
-            h.update(f"{f}:-".encode())
-    return h.hexdigest()
 
 
 def claim_counts(claims_json: Path) -> dict[str, int]:

@@ -1,0 +1,55 @@
+"""``dpbench figures`` draws a folder again only when something it is built from changed
+(report.fingerprint): a second call leaves every file as it was and says so; a changed
+trial record, a changed figure yaml or a deleted ``.fingerprint`` draws it again."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+GRID = ["experiment=linreg_adult", "profile=smoke", "methods=[public,ssp]",
+        "runner.progress=false"]
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    results = tmp_path_factory.mktemp("drawn") / "results"
+    run_cli("run", *GRID, f"results_dir={results}", check=True)
+    run_cli("figures", *GRID, f"results_dir={results}", check=True)
+    return results
+
+
+def stamps(folder: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_mtime_ns for p in folder.iterdir() if p.is_file()}
+
+
+def figures(results: Path) -> str:
+    return run_cli("figures", *GRID, f"results_dir={results}", check=True).stdout
+
+
+def folder_of(results: Path) -> Path:
+    (folder,) = (results / "figures").iterdir()
+    return folder
+
+
+def test_unchanged_figures_are_not_drawn_again(drawn: Path) -> None:
+    before = stamps(folder_of(drawn))
+    said = figures(drawn)
+    assert "not drawn again" in said and "mse_vs_eps.png" in said, said
+    assert stamps(folder_of(drawn)) == before
+
+
+def test_a_changed_record_or_a_deleted_fingerprint_draws_them_again(drawn: Path) -> None:
+    folder = folder_of(drawn)
+    record = next((drawn / "store" / "trials").rglob("*.json"))
+    os.utime(record, ns=(record.stat().st_atime_ns, record.stat().st_mtime_ns + 10**9))
+    before = stamps(folder)
+    said = figures(drawn)
+    assert "not drawn again" not in said, said
+    assert stamps(folder)["mse_vs_eps.png"] != before["mse_vs_eps.png"]
+    assert "not drawn again" in figures(drawn)
+    (folder / ".fingerprint").unlink()
+    assert "not drawn again" not in figures(drawn)
