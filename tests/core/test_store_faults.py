@@ -127,6 +127,35 @@ LYING = {
 }
 
 
+# every kind of parsed JSON that is not a usable record of its file's trial
+NOT_A_RECORD = {
+    "json number": (3, "valid JSON but a number"),
+    "json string": ("ok", "valid JSON but a string"),
+    "json null": (None, "valid JSON but null"),
+    "unknown status": ({"status": "done"}, "status 'done' is neither"),
+    "another trial's record": ({"key": "j" * 64}, "holds the record of trial jjjj"),
+    "no key": ({"key": None}, "missing field(s) key"),
+    "metrics a list": ({"metrics": [0.5]}, "metrics is a list"),
+    "spec a string": ({"spec": "x"}, "spec is a string"),
+    "no target_delta": ({"privacy": {}}, "missing field(s) privacy.target_delta"),
+    "no fit time": ({"timing": {}}, "missing field(s) timing.fit_s"),
+}
+
+
+@pytest.mark.parametrize("kind", list(NOT_A_RECORD))
+def test_json_that_is_not_a_usable_record_is_damaged(kind: str) -> None:
+    """Together with REASONS and LYING: 23 kinds of damaged record, each refused with its
+    reason (the store quarantines what parse_record refuses and run recomputes it)."""
+    change, reason = NOT_A_RECORD[kind]
+    good = _good_record()
+    if isinstance(change, dict):
+        record = {k: v for k, v in {**good, **change}.items() if v is not None}
+    else:
+        record = change
+    parsed = parse_record(json.dumps(record).encode(), good["key"])
+    assert isinstance(parsed, str) and reason in parsed, parsed
+
+
 @pytest.mark.parametrize("kind", list(LYING))
 def test_a_record_whose_numbers_are_not_numbers_is_damaged(kind: str) -> None:
     change, reason = LYING[kind]
