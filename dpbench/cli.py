@@ -658,16 +658,27 @@ def build_figures(cfg: DictConfig, specs: Sequence[TrialSpec] | None = None,
     """Every figure, table and claim check of one experiment, from the store only; a cell
     with fewer ok trials than the grid asks is marked in each (``report.frame.shortfalls``)
     and damaged records are quarantined first (one line each on stderr). Nothing is written
-    (and [] returned) when no trial of the grid is stored."""
+    (and [] returned) when no trial of the grid is stored. Into the experiment's figure
+    folder (``out`` None) it also writes the folder's list of files and, last, its
+    fingerprint (report.fingerprint), so an unchanged folder is not drawn again."""
     from dpbench.report.build import build_report
 
     specs = grid(cfg) if specs is None else specs
+    folder = out or figure_dir(cfg)
+    if out is None:
+        (folder / FINGERPRINT_FILE).unlink(missing_ok=True)  # stale until the build ends
     frame, short = report_inputs(cfg, specs)
     if frame.empty:
         return []
     experiment = OmegaConf.to_container(cfg.experiment, resolve=True)
-    return build_report(frame, experiment, figure_specs(cfg), out or figure_dir(cfg), short,
-                        origin_text(cfg, specs))
+    paths = build_report(frame, experiment, figure_specs(cfg), folder, short,
+                         origin_text(cfg, specs))
+    if out is None and paths:
+        digest = _figures_digest(cfg, specs, store_of(cfg))  # after any quarantine done
+        (folder / OUTPUTS_FILE).write_text("".join(f"{p.relative_to(folder)}\n"
+                                                   for p in paths))
+        mark_built(folder, digest)
+    return paths
 
 
 def _figures_digest(cfg: DictConfig, specs: Sequence[TrialSpec], store: ResultStore) -> str:
@@ -684,20 +695,6 @@ def current_figures(cfg: DictConfig, specs: Sequence[TrialSpec], store: ResultSt
         return None
     paths = [folder / name for name in listed.read_text().splitlines() if name]
     return paths if all(p.is_file() for p in paths) else None
-
-
-def drawn_figures(cfg: DictConfig, specs: Sequence[TrialSpec], store: ResultStore
-                  ) -> list[Path]:
-    """:func:`build_figures`, then the folder's list of files and its fingerprint (last)."""
-    folder = figure_dir(cfg)
-    (folder / FINGERPRINT_FILE).unlink(missing_ok=True)     # stale until the build ends
-    paths = build_figures(cfg, specs)
-    if paths:
-        digest = _figures_digest(cfg, specs, store)        # after any quarantine it did
-        (folder / OUTPUTS_FILE).write_text("".join(f"{p.relative_to(folder)}\n"
-                                                   for p in paths))
-        mark_built(folder, digest)
-    return paths
 
 
 def report_inputs(cfg: DictConfig, specs: Sequence[TrialSpec]
@@ -779,7 +776,7 @@ def _figures(base: DictConfig, names: list[str | None], profiles: list[str | Non
             paths = current_figures(cfg, specs, store)
             if paths is None:
                 require_writable(figure_dir(cfg), cfg)
-                paths = drawn_figures(cfg, specs, store)
+                paths = build_figures(cfg, specs)
             else:
                 unchanged.append(f"{cfg.experiment.name} ({cfg.profile.name})")
             if not paths:

@@ -86,12 +86,14 @@ def build_page(cfg: DictConfig, store: ResultStore, out: Path, fp: str) -> Page:
     prov, status = provenance(specs, store, profile, origin)
     ok, failed = counts(status)
     if not arena:
-        from dpbench.report.build import build_report
-
         experiment = OmegaConf.to_container(cfg.experiment, resolve=True)
         figures = cli.figure_specs(cfg)
-        paths = build_report(frame, experiment, figures, folder, short, origin) \
-            if not frame.empty else []
+        paths = reused_figures(cfg, specs, store, folder)
+        if paths is None and not frame.empty:
+            from dpbench.report.build import build_report
+
+            paths = build_report(frame, experiment, figures, folder, short, origin)
+        paths = paths or []
     page = Page(ARENA if arena else EXPERIMENT, name, profile,
                 None if arena else cfg.experiment.get("paper"), description("experiment", name),
                 f"{name}-{profile}", ok, len(specs), failed,
@@ -108,6 +110,17 @@ def build_page(cfg: DictConfig, store: ResultStore, out: Path, fp: str) -> Page:
                                     str(experiment.get("note") or ""), paper_of(cfg), ctx)
     page.save(folder, fp)
     return page
+
+
+def reused_figures(cfg: DictConfig, specs: list, store: ResultStore, folder: Path
+                   ) -> list[Path] | None:
+    """The experiment's figure folder copied into the page's ``folder`` when nothing it is
+    built from changed since ``dpbench figures`` drew it (the same files the page would draw:
+    same config, trials and code); None when it must be drawn."""
+    drawn = cli.current_figures(cfg, specs, store)
+    if drawn is None:
+        return None
+    return [Path(shutil.copy2(p, folder / p.name)) for p in drawn]
 
 
 def _build_in_worker(cfg: DictConfig, store_root: str, out: str, fp: str) -> Page:
