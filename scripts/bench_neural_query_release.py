@@ -29,7 +29,8 @@ thread, and the speed of the all-query answer engine against the authors' way.
    at those shapes and that dtype (best of ``--repeats``), in the same process. Printed:
    step time, GFLOP per step, achieved GFLOP/s, the limit's GFLOP/s and the ratio step
    time / limit time (how many x from the limit). RAP's step has no matrix product (a
-   gather of the measured queries' columns and their product), so only its time.
+   gather of the measured queries' columns and their product), so only its time, for
+   the default ``step: gather`` and the ``step: columns`` option (float32).
 
 Run: nice python scripts/bench_neural_query_release.py [--eps 1.0] [--net default]
      [--gem-T 80] [--rap-K 25] [--rap-T 25] [--rap-max-iters 5000] [--pub-T 40]
@@ -159,11 +160,11 @@ def gem_step(qs: QuerySet, true: np.ndarray, net: str, dtype: torch.dtype,
 
 
 def rap_step(qs: QuerySet, true: np.ndarray, softmax: bool, q: int, dtype: torch.dtype,
-             steps: int, repeats: int) -> tuple[float, list[tuple]]:
+             steps: int, repeats: int, step: str = "gather") -> tuple[float, list[tuple]]:
     """CPU seconds per step of RAP._project on q measured queries (no early stop) and the
     products of one step."""
     model = RAP(T=1, K=q, softmax=softmax, lr=0.1 if softmax else 1e-3, max_iters=steps,
-                patience=10**9)
+                patience=10**9, step=step)
     model.steps_, model.stops_ = [], []
     rng = np.random.default_rng(0)
     with torch_session(rng) as (gen, _):
@@ -206,10 +207,11 @@ def print_steps(qs: QuerySet, true: np.ndarray, args: argparse.Namespace) -> Non
     K, T = args.rap_K, args.rap_T
     for softmax in (False, True):
         for q in (K, K * (T + 1) // 2, K * T):
-            for dtype in (torch.float32, torch.float64):
+            for step, dtype in (("gather", torch.float32), ("gather", torch.float64),
+                                ("columns", torch.float32)):
                 sec, calls = rap_step(qs, true, softmax, q, dtype, args.step_count,
-                                      args.repeats)
-                print(f"{'RAP-softmax' if softmax else 'RAP'} n'=1000 q={q} "
+                                      args.repeats, step)
+                print(f"{'RAP-softmax' if softmax else 'RAP'} n'=1000 q={q} step={step} "
                       f"{str(dtype).removeprefix('torch.')}: {1e3 * sec:.2f} ms, "
                       f"{len(calls)} products")
 
