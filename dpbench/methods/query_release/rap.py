@@ -24,7 +24,7 @@ code's ReduceLROnPlateau counter), or ``max_iters`` (5,000) steps.
 
 ``step``: how each optimiser step answers the measured queries: ``gather`` (default, the
 code's gather of their columns, ``prod``) or ``columns`` (the rows transposed first, a
-row gather per factor; 6-7x faster steps at hundreds of measured queries; answers within
+row gather per factor; 5-7x faster steps at hundreds of measured queries; answers within
 1e-4 of the default's on the tests' fixed seeds, not bit for bit: ``relaxed.column_answers``).
 
 Output: every query's answer on the final rows, clipped to [0, 1] (as the code). Records
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
 RHO_CONVERSIONS = ("cks", "bun_steinke")
 #: how a step answers the measured queries: ``gather`` (the authors' way, the default)
 #: or ``columns`` (:func:`~dpbench.methods.query_release.relaxed.column_answers`: 6-7x
-#: faster steps at hundreds of measured queries, answers within the tolerance
+#: faster steps (5-7x) at hundreds of measured queries, answers within the tolerance
 #: tests/methods/test_qr_step_speed.py states, not bit for bit)
 STEPS = ("gather", "columns")
 
