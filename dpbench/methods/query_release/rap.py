@@ -76,8 +76,8 @@ if TYPE_CHECKING:
 
 RHO_CONVERSIONS = ("cks", "bun_steinke")
 #: how a step answers the measured queries: ``gather`` (the authors' way, the default)
-#: or ``columns`` (:func:`~dpbench.methods.query_release.relaxed.column_answers`: 6-7x
-#: faster steps (5-7x) at hundreds of measured queries, answers within the tolerance
+#: or ``columns`` (:func:`~dpbench.methods.query_release.relaxed.column_answers`: 5-7x
+#: faster steps at hundreds of measured queries, answers within the tolerance
 #: tests/methods/test_qr_step_speed.py states, not bit for bit)
 STEPS = ("gather", "columns")
 
