@@ -53,3 +53,15 @@ def test_a_changed_record_or_a_deleted_fingerprint_draws_them_again(drawn: Path)
     assert "not drawn again" in figures(drawn)
     (folder / ".fingerprint").unlink()
     assert "not drawn again" not in figures(drawn)
+
+
+def test_the_site_copies_an_unchanged_figure_folder(drawn: Path) -> None:
+    """A site page whose figure folder is current copies its files (same bytes, same
+    modification time: copied, not drawn again)."""
+    figures(drawn)                                      # current at this commit
+    run_cli("site", *GRID, f"results_dir={drawn}", check=True)
+    folder = folder_of(drawn)
+    page = drawn / "site" / "linreg_adult-smoke"       # the page of the (experiment, profile) run
+    for name in ("mse_vs_eps.png", "mse_vs_eps.pdf", "claims.json"):
+        assert (page / name).read_bytes() == (folder / name).read_bytes(), name
+        assert (page / name).stat().st_mtime_ns == (folder / name).stat().st_mtime_ns, name
