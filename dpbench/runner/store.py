@@ -43,8 +43,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from dpbench.runner.artifacts import atomic_write_bytes
 
 OK, FAILED, CORRUPT = "ok", "failed", "corrupt"
@@ -522,6 +520,8 @@ class ResultStore:
     def compact(self, out: str | Path | None = None) -> Path:
         """Flatten every record into one parquet file for analysis (read-only copy)."""
         out = Path(out) if out else self.root / "trials.parquet"
+        import pandas as pd  # only here: every command reads the store, few compact it
+
         frame = pd.json_normalize(list(self.records()), sep=".")
         frame = frame.astype({c: "string" for c in frame.columns if frame[c].dtype == object})
         out.parent.mkdir(parents=True, exist_ok=True)
