@@ -636,7 +636,7 @@ def figure_specs(cfg: DictConfig) -> list[dict]:
 def check_figures(cfg: DictConfig) -> None:
     """Refuse, before any trial runs, a figure spec of the experiment with an unknown kind
     or key (``report.build.check_figure``)."""
-    from dpbench.report.build import check_figure
+    from dpbench.report.figure_keys import check_figure
 
     for fig in figure_specs(cfg):
         check_figure(fig)

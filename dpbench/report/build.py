@@ -17,10 +17,10 @@ from typing import Any
 
 import pandas as pd
 
+from dpbench.report.figure_keys import COMMON_KEYS, check_figure  # noqa: F401 (re-exported)
 from dpbench.report.frame import Shortfall, method_name
 from dpbench.report.privacy import alerts, budget_note, neighbours_note
 from dpbench.report.render import incomplete_cells, provenance
-from dpbench.runner.grid import ConfigError, did_you_mean
 
 
 def budget_unit(frame: pd.DataFrame) -> str:
@@ -36,27 +36,6 @@ def cells_of(shortfalls: Sequence[Shortfall], fig: Mapping[str, Any], unit: str)
     keep = [s for s in shortfalls
             if not methods or s.method in methods or method_name(s.method) in methods]
     return [s.text(unit) for s in keep]
-
-
-#: the figure-spec keys every kind takes (the experiment fills title, paper and note)
-COMMON_KEYS = frozenset({"kind", "name", "title", "paper", "note", "methods"})
-
-
-def check_figure(fig: Mapping[str, Any]) -> None:
-    """A one-line ConfigError for a figure spec of an unknown kind or with a key its kind
-    does not read (a typo would otherwise be ignored silently)."""
-    from dpbench.report.kinds import KEYS, KINDS
-
-    kind = fig.get("kind")
-    if kind not in KINDS:
-        raise ConfigError(f"figure {fig.get('name')!r}: unknown kind {kind!r}; valid: "
-                          f"{', '.join(sorted(KINDS))}")
-    valid = COMMON_KEYS | KEYS[kind]
-    unknown = sorted(set(fig) - valid)
-    if unknown:
-        raise ConfigError(f"figure {fig.get('name')!r} ({kind}): unknown key "
-                          f"{unknown[0]!r}{did_you_mean(unknown[0], valid)}; valid: "
-                          f"{', '.join(sorted(valid))}")
 
 
 def build_figures(frame: pd.DataFrame, figures: Sequence[Mapping[str, Any]], out: Path,

@@ -57,3 +57,12 @@ def test_run_refuses_a_bad_figure_spec_before_any_trial(
     assert "unknown key 'ylabl' (did you mean 'ylabel'?)" in err and err.count("\n") == 1, err
     assert not (tmp_path / "store" / "trials").exists() or \
         not any((tmp_path / "store" / "trials").rglob("*.json"))
+
+
+def test_the_keys_read_without_drawing_are_the_kinds_own() -> None:
+    """report.figure_keys reads each kind's KEYS from its source (so plan imports no
+    plotting): the same kinds, modules and keys as the imported report.kinds."""
+    from dpbench.report.figure_keys import MODULES, declared_keys
+
+    assert MODULES == {k: fn.__module__.rsplit(".", 1)[1] for k, fn in KINDS.items()}
+    assert declared_keys() == KEYS

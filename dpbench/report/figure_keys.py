@@ -1,0 +1,62 @@
+"""Which keys a figure spec may hold, read without drawing anything.
+
+Each kind's module declares the spec keys it reads as a literal ``KEYS = frozenset({...})``
+(``report.kinds``). Checking a spec (``plan``, ``run``, ``figures``: a typo is refused, not
+ignored) needs only those sets, so they are read from the modules' source here instead of
+importing the modules (and matplotlib with them); tests/contracts/test_figure_keys.py holds
+them equal to the imported ``report.kinds.KEYS``.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dpbench.runner.grid import ConfigError, did_you_mean
+
+#: the figure-spec keys every kind takes (the experiment fills title, paper and note)
+COMMON_KEYS = frozenset({"kind", "name", "title", "paper", "note", "methods"})
+KINDS_DIR = Path(__file__).resolve().parent / "kinds"
+#: kind -> the module (in report/kinds/) that draws it; report.kinds.KINDS is the same map
+MODULES = {"metric_vs_eps": "metric_vs_eps", "metric_vs_param": "metric_vs_param",
+           "histogram": "histogram", "posterior_ecdf": "posterior",
+           "posterior_density": "posterior", "paper_table": "paper_table",
+           "function_approx": "function_approx", "bars": "bars",
+           "best_over_sweep": "best_over_sweep"}
+
+
+@functools.cache
+def declared_keys() -> dict[str, frozenset[str]]:
+    """Per kind, the ``KEYS`` literal of its module's source."""
+    return {kind: _module_keys(module) for kind, module in MODULES.items()}
+
+
+@functools.cache
+def _module_keys(module: str) -> frozenset[str]:
+    tree = ast.parse((KINDS_DIR / f"{module}.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "KEYS"
+                                                for t in node.targets):
+            call = node.value
+            if isinstance(call, ast.Call) and len(call.args) == 1:
+                return frozenset(ast.literal_eval(call.args[0]))
+    raise RuntimeError(f"report/kinds/{module}.py declares no literal KEYS = frozenset({{...}})")
+
+
+def check_figure(fig: Mapping[str, Any]) -> None:
+    """A one-line ConfigError for a figure spec of an unknown kind or with a key its kind
+    does not read (a typo would otherwise be ignored silently)."""
+    keys = declared_keys()
+    kind = fig.get("kind")
+    if kind not in keys:
+        raise ConfigError(f"figure {fig.get('name')!r}: unknown kind {kind!r}; valid: "
+                          f"{', '.join(sorted(keys))}")
+    valid = COMMON_KEYS | keys[kind]
+    unknown = sorted(set(fig) - valid)
+    if unknown:
+        raise ConfigError(f"figure {fig.get('name')!r} ({kind}): unknown key "
+                          f"{unknown[0]!r}{did_you_mean(unknown[0], valid)}; valid: "
+                          f"{', '.join(sorted(valid))}")
