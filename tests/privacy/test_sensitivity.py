@@ -118,7 +118,7 @@ NOT_CHECKED = {
 TIGHT = {"bayesglm_": ("bayesglm",),
          "binagg": ("privtree", "bin counts", "feature sums / sd", "label sums")}
 #: methods whose fit goes on after its last draw (posterior sampling): stopped there
-STOP_AT = {"dpbench.methods.bayes.method.NoiseAwareGLM": "dpbench.methods.bayes.method.sample"}
+STOP_AT = {"dpbench.methods.bayes.method.NoiseAwareGLM": "dpbench.methods.bayes.sampling.sample"}
 
 
 class _Released(Exception):
