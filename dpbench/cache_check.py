@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from dpbench.checksum import discard, replace_file
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +56,7 @@ class CheckedCache:
             return value                 # no digest: written before the check, unverified
         if hashlib.sha256(value).hexdigest() == want:
             return value
-        entry = self._folder / f"{key}{_SUFFIX}"
-        try:
-            entry.unlink(missing_ok=True)
-        except OSError as exc:
-            log.warning("%s is damaged (sha256 mismatch) and cannot be deleted (%s)", entry,
-                        exc.strerror or exc)
-        else:
-            log.warning("%s is damaged (sha256 mismatch): deleted, compiled again", entry)
+        discard(self._folder / f"{key}{_SUFFIX}", "sha256 mismatch", log, "compiled again")
         return None
 
     def put(self, key: str, value: bytes) -> None:
@@ -73,10 +66,7 @@ class CheckedCache:
         try:
             sums = self._folder / SUMS
             sums.mkdir(exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=sums, prefix=".tmp-")
-            with os.fdopen(fd, "w") as fh:
-                fh.write(hashlib.sha256(value).hexdigest())
-            os.replace(tmp, sums / key)
+            replace_file(sums / key, hashlib.sha256(value).hexdigest().encode())
             (self._folder / f"{key}{_SUFFIX}").unlink(missing_ok=True)
         except OSError:
             pass            # no digest: the entry is written, unverified (as JAX alone does)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import tempfile
 from pathlib import Path
 
 _DIGEST = hashlib.sha256().digest_size
@@ -48,4 +50,17 @@ def discard(path: Path, why: object, log: logging.Logger, then: str) -> None:
     log.warning("%s is damaged (%s): deleted, %s", path, why, then)
 
 
-__all__ = ["BadSeal", "discard", "seal", "unseal"]
+def replace_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (a temporary file in the same folder,
+    then a rename); no fsync: a cache file lost in a crash is rebuilt. OSError on failure."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+__all__ = ["BadSeal", "discard", "replace_file", "seal", "unseal"]

@@ -43,7 +43,6 @@ import logging
 import os
 import pickle
 import re
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -52,7 +51,7 @@ import jax
 from jax import export
 
 from dpbench import compile_cache
-from dpbench.checksum import BadSeal, discard, seal, unseal
+from dpbench.checksum import BadSeal, discard, replace_file, seal, unseal
 
 #: bump when the file format or what goes into the key changes
 FORMAT = 2
@@ -199,10 +198,7 @@ def _write(path: Path, entry: tuple[Any, Any]) -> None:
     try:
         blob = seal(_TAG, pickle.dumps((bytes(exported.serialize()), out_tree)))
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(blob)
-        os.replace(tmp, path)
+        replace_file(path, blob)
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         pass       # not stored: a later process traces again, results are the same
 
