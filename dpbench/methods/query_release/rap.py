@@ -22,10 +22,17 @@ errors over every measurement so far, until that loss is below 1e-8, it has not 
 by a relative 1e-7 on its best for more than ``patience`` (5) consecutive steps (the
 code's ReduceLROnPlateau counter), or ``max_iters`` (5,000) steps.
 
-``step``: how each optimiser step answers the measured queries: ``gather`` (default, the
-code's gather of their columns, ``prod``) or ``columns`` (the rows transposed first, a
-row gather per factor; 5-7x faster steps at hundreds of measured queries; answers within
-1e-4 of the default's on the tests' fixed seeds, not bit for bit: ``relaxed.column_answers``).
+``step``: how each optimiser step answers the measured queries and gets the gradient:
+``gather`` (default, the code's gather of their columns, ``prod`` and autograd),
+``columns`` (the rows transposed first, a row gather per factor: ``relaxed.column_answers``)
+or ``closed`` (the loss's gradient in closed form, no autograd but the softmax's, on the
+columns the measured queries read only, with torch's fused Adam:
+``relaxed.squared_error_gradient`` and ``relaxed.ActiveColumns``; a column no measured
+query reads gets a zero gradient, so Adam and the clip leave it as it is in the other
+steps too). Both options give the same loss and update summed in another order: answers
+within 1e-4 of the default's on the tests' fixed seeds, not bit for bit
+(tests/methods/test_qr_step_speed.py); steps 3-7x (columns) and 6-15x (closed) faster
+on ADULT (docs/speed.md).
 
 Output: every query's answer on the final rows, clipped to [0, 1] (as the code). Records
 (``output(SyntheticTable)``): randomized rounding of the final rows (the rows RAP's answers
@@ -52,6 +59,7 @@ import numpy as np
 
 from dpbench.data.base import TabularData
 from dpbench.methods.query_release.relaxed import (
+    ActiveColumns,
     AnswerPlan,
     RelaxedMethod,
     answers,
@@ -75,11 +83,11 @@ if TYPE_CHECKING:
     import torch
 
 RHO_CONVERSIONS = ("cks", "bun_steinke")
-#: how a step answers the measured queries: ``gather`` (the authors' way, the default)
-#: or ``columns`` (:func:`~dpbench.methods.query_release.relaxed.column_answers`: 5-7x
-#: faster steps at hundreds of measured queries, answers within the tolerance
-#: tests/methods/test_qr_step_speed.py states, not bit for bit)
-STEPS = ("gather", "columns")
+#: how a step answers the measured queries and gets the gradient (module docstring):
+#: ``gather`` (the authors' way), ``columns`` or ``closed`` (faster; answers within the
+#: tolerances tests/methods/test_qr_step_speed.py states, not bit for bit)
+STEPS = ("gather", "columns", "closed")
+DEFAULT_STEP = "gather"
 
 
 def bun_steinke_rho(epsilon: float, delta: float) -> float:
@@ -104,7 +112,7 @@ class RAP(RelaxedMethod):
 
     def __init__(self, T: int, K: int, softmax: bool = True, n_rows: int = 1000,
                  lr: float = 0.1, max_iters: int = 5000, patience: int = 5,
-                 selection: str = "b1", rho_conversion: str = "cks", step: str = "gather",
+                 selection: str = "b1", rho_conversion: str = "cks", step: str = DEFAULT_STEP,
                  device: str = "cpu", workload: str = "all_3way", number: int | None = None,
                  seed: int = 0, max_cells: int | str | None = None) -> None:
         if not isinstance(softmax, bool):
@@ -114,7 +122,7 @@ class RAP(RelaxedMethod):
                              f"{', '.join(RHO_CONVERSIONS)}")
         if step not in STEPS:
             raise ValueError(f"step={step!r} is unknown; valid: {', '.join(STEPS)}")
-        extra = {} if step == "gather" else {"step": step}   # the default: today's params
+        extra = {} if step == DEFAULT_STEP else {"step": step}   # the default: today's params
         super().__init__(
             T=check_rounds(T), K=whole(K, "K", "queries per round"), softmax=softmax,
             n_rows=whole(n_rows, "n_rows", "relaxed rows"),
@@ -153,7 +161,7 @@ class RAP(RelaxedMethod):
                 for k in range(p["K"]):
                     self._measure_next(budget, true, fake, accountant, rng, f"{t + 1}.{k + 1}")
                 target = torch.tensor(self.measured_, dtype=torch.float32, device=dev)
-                self._project(W, rows, index[self.selected_], target)
+                self._project(W, rows, index[self.selected_], target, qs.sizes)
                 fake = all_answers(rows())
                 self.round_cpu_seconds_.append(time.process_time() - t0)
             self.rows_ = rows().detach().cpu().numpy()
@@ -163,25 +171,44 @@ class RAP(RelaxedMethod):
         return self
 
     def _project(self, W: torch.Tensor, rows: Any, past: torch.Tensor,
-                 target: torch.Tensor) -> None:
+                 target: torch.Tensor, sizes: tuple[int, ...]) -> None:
         """One round's relaxed projection onto the measurements (module docstring)."""
+        how = self.params.get("step", DEFAULT_STEP)
+        if how == "closed":
+            sub = ActiveColumns(W, past, sizes, self.params["softmax"])
+            self._descend(sub.param, lambda: sub.loss_and_grad(target), fused=True)
+            sub.write_back(W)
+            return
+        answer = column_answers if how == "columns" else answers
+
+        def loss_and_grad() -> float:
+            loss = ((target - answer(with_ones(rows()), past)) ** 2).sum()
+            loss.backward()
+            return float(loss.detach())
+
+        self._descend(W, loss_and_grad)
+
+    def _descend(self, param: torch.Tensor, loss_and_grad: Any, fused: bool = False
+                 ) -> None:
+        """Adam on ``param`` (a fresh optimiser each round, as the code; ``fused``: torch's
+        one-kernel Adam, the same update rounded otherwise) until a stopping rule of the
+        module docstring holds; ``loss_and_grad()`` returns the loss at ``param`` and
+        leaves its gradient in ``param.grad``. Clipped to [-1, 1] after each step unless
+        ``softmax``."""
         import torch
 
         p = self.params
-        opt = torch.optim.Adam([W], lr=p["lr"])
-        how = column_answers if p.get("step") == "columns" else answers
+        opt = torch.optim.Adam([param], lr=p["lr"], fused=fused or None)
         best, bad = float("inf"), 0
         stop = f"max_iters={p['max_iters']}"
         step = 0
         while step < p["max_iters"]:
             step += 1
             opt.zero_grad()
-            loss = ((target - how(with_ones(rows()), past)) ** 2).sum()
-            value = float(loss.detach())
+            value = loss_and_grad()
             if value < LOSS_TOL:
                 stop = f"loss < {LOSS_TOL:g}"
                 break
-            loss.backward()
             if value < best * (1 - IMPROVE_REL):
                 best, bad = value, 0
             else:
@@ -192,7 +219,7 @@ class RAP(RelaxedMethod):
             opt.step()
             if not p["softmax"]:
                 with torch.no_grad():
-                    W.clamp_(-1.0, 1.0)
+                    param.clamp_(-1.0, 1.0)
         self.steps_.append(step)
         self.stops_.append(stop)
 

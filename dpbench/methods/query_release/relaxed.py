@@ -120,6 +120,91 @@ def column_answers(X: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return out.mean(1)
 
 
+def squared_error_gradient(Xt: torch.Tensor, index: torch.Tensor, target: torch.Tensor
+                           ) -> tuple[float, torch.Tensor]:
+    """The loss sum_j (target_j - q_j(X))^2 of the queries ``index`` ((q, k) rows of Xt)
+    on relaxed rows given transposed, ``Xt`` (columns x B rows), and its gradient in Xt's
+    layout, in closed form without autograd: dq_j / dX[b, c] is 1/B times the product of
+    query j's other k-1 factors at row b, so the gradient is one ``index_add`` per factor
+    of a prefix product times a suffix product (the coefficient -2 (target_j - q_j) / B
+    folded into the suffix), computed in place in the gathered factors. The loss of
+    :func:`answers` and its backward, summed in another order (the mean over rows is a
+    dot product here)."""
+    import torch
+
+    q, k = index.shape
+    B = Xt.shape[1]
+    F = Xt.index_select(0, index.t().reshape(-1)).view(k, q, B)   # F[p]: factor p
+    prefix = [F[0], F[0]]                   # prefix[p] = F[0] ... F[p-1] (prefix[0]: unused)
+    for p in range(2, k):
+        prefix.append(prefix[-1] * F[p - 1])
+    sums = F[0].sum(1) if k == 1 else torch.linalg.vecdot(prefix[k - 1], F[k - 1])
+    resid = target - sums / B
+    grad = torch.zeros_like(Xt)
+    suffix = (-2.0 / B) * resid.unsqueeze(1)         # coefficient x F[p] ... F[k-1]
+    for p in range(k - 1, 0, -1):                    # factor p's part, then the suffix
+        grad.index_add_(0, index[:, p], prefix[p].mul_(suffix))   # (no longer needed)
+        suffix = F[p].mul_(suffix) if p == k - 1 else suffix.mul_(F[p])
+    grad.index_add_(0, index[:, 0], suffix.expand(q, B))
+    return float((resid * resid).sum()), grad
+
+
+class ActiveColumns:
+    """The columns of relaxed rows ``W`` (B, d') that the queries ``index`` read (every
+    column of an attribute one of them reads when ``blocks``, for a per-attribute softmax
+    of W), transposed, as a leaf tensor ``param`` to optimise in place of W: the other
+    columns get a zero gradient, so Adam (m = v = 0) and a clip to [-1, 1] leave them as
+    they are, and optimising the sub-matrix then writing it back (:meth:`write_back`) is
+    the same update. ``param`` holds raw values plus a last row of ones (the padding
+    column, its gradient zeroed: it never moves) or, with ``blocks``, the logits."""
+
+    def __init__(self, W: torch.Tensor, index: torch.Tensor, sizes: tuple[int, ...],
+                 blocks: bool) -> None:
+        import torch
+
+        d = W.shape[1]
+        cols = torch.unique(index)
+        cols = cols[cols < d]
+        self.sizes: list[int] = []
+        if blocks:
+            off = torch.as_tensor(np.concatenate([[0], np.cumsum(sizes)]), device=W.device)
+            attrs = torch.unique(torch.searchsorted(off, cols, right=True) - 1).tolist()
+            self.sizes = [sizes[a] for a in attrs]
+            cols = torch.cat([torch.arange(int(off[a]), int(off[a + 1]), device=W.device)
+                              for a in attrs])
+        pos = torch.full((d + 1,), len(cols), dtype=torch.long, device=W.device)
+        pos[cols] = torch.arange(len(cols), device=W.device)
+        self.cols, self.index, self.blocks = cols, pos[index], blocks
+        sub = W.detach()[:, cols].t()
+        if not blocks:
+            sub = torch.cat([sub, torch.ones(1, W.shape[0], dtype=W.dtype, device=W.device)])
+        self.param = sub.contiguous().requires_grad_(True)
+
+    def loss_and_grad(self, target: torch.Tensor) -> float:
+        """The squared-error loss (:func:`squared_error_gradient`) at ``param``, its
+        gradient left in ``param.grad``."""
+        import torch
+
+        if not self.blocks:
+            value, grad = squared_error_gradient(self.param.detach(), self.index, target)
+            grad[-1] = 0.0
+            self.param.grad = grad
+            return value
+        ones = torch.ones(1, self.param.shape[1], dtype=self.param.dtype,
+                          device=self.param.device)
+        Xt = torch.cat([b.softmax(0) for b in torch.split(self.param, self.sizes)] + [ones])
+        value, grad = squared_error_gradient(Xt.detach(), self.index, target)
+        Xt.backward(grad)
+        return value
+
+    def write_back(self, W: torch.Tensor) -> None:
+        """Copy the optimised columns into W."""
+        import torch
+
+        with torch.no_grad():
+            W[:, self.cols] = self.param[:len(self.cols)].t()
+
+
 @dataclass(frozen=True)
 class _Group:
     """The queries whose last column lies in one attribute's block (:class:`AnswerPlan`)."""
