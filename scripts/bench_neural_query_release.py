@@ -9,8 +9,9 @@ thread, and the speed of the all-query answer engine against the authors' way.
    times (best of 3) and their ratio, the same process.
 2. **Fits.** For each method (GEM, GEM-Pub, GEM-Pub (reduced), RAP-softmax, RAP) one
    fit at ``--eps`` (delta = 1/N^2, seed 0) at the given
-   point, timed in process CPU seconds: the run, per round (mean, max), the optimiser steps,
-   and the process's peak RSS during the fit (Linux VmHWM, reset before each fit). GEM runs
+   point, timed in process CPU seconds: the run, per round (mean, max), the optimiser steps
+   (RAP: with ``--rap-step``, and how many rounds stop on which rule), and the process's
+   peak RSS during the fit (Linux VmHWM, reset before each fit). GEM runs
    with the ``--net`` network: ``default`` (the default profile's embedding 128, residual
    (256, 256)) or ``paper`` (Table 2: 512, (1024, 1024)); GEM-Pub's run includes its
    public pre-training (``--pub-epochs`` / ``--pub-early-stop``: the default profile's
@@ -30,10 +31,12 @@ thread, and the speed of the all-query answer engine against the authors' way.
    step time, GFLOP per step, achieved GFLOP/s, the limit's GFLOP/s and the ratio step
    time / limit time (how many x from the limit). RAP's step has no matrix product (a
    gather of the measured queries' columns and their product), so only its time, for
-   the default ``step: gather`` and the ``step: columns`` option (float32).
+   ``step: gather`` (the authors', float32 and float64), ``columns`` and ``closed`` (the
+   default) in float32, each with its ratio to the float32 gather step (same process).
 
 Run: nice python scripts/bench_neural_query_release.py [--eps 1.0] [--net default]
-     [--gem-T 80] [--rap-K 25] [--rap-T 25] [--rap-max-iters 5000] [--pub-T 40]
+     [--gem-T 80] [--rap-K 25] [--rap-T 25] [--rap-max-iters 5000] [--rap-step closed]
+     [--pub-T 40]
      [--methods gem,gem_pub,gem_pub_reduced,rap_softmax,rap]
      python scripts/bench_neural_query_release.py --steps [--net paper] [--repeats 5]
 """
@@ -42,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
@@ -51,7 +55,7 @@ from dpbench.data.query_release import load_query_data
 from dpbench.methods.query_release.gem import GEM
 from dpbench.methods.query_release.gem_pub import GEMPub
 from dpbench.methods.query_release.queries import QuerySet, resolve_workload
-from dpbench.methods.query_release.rap import RAP
+from dpbench.methods.query_release.rap import DEFAULT_STEP, RAP, STEPS
 from dpbench.methods.query_release.relaxed import (
     AnswerPlan,
     all_answers,
@@ -229,6 +233,7 @@ def main() -> None:
     ap.add_argument("--rap-K", type=int, default=25)
     ap.add_argument("--rap-T", type=int, default=25)
     ap.add_argument("--rap-max-iters", type=int, default=5000)
+    ap.add_argument("--rap-step", choices=STEPS, default=DEFAULT_STEP)
     ap.add_argument("--pub-T", type=int, default=40)
     ap.add_argument("--pub-epochs", type=int, default=300)
     ap.add_argument("--pub-early-stop", type=int, default=50)
@@ -258,7 +263,8 @@ def main() -> None:
     delta = 1 / data.n**2
     pub = {"pretrain_epochs": args.pub_epochs, "pretrain_early_stop": args.pub_early_stop,
            **NETS[args.net]}
-    rap = {"T": args.rap_T, "K": args.rap_K, "max_iters": args.rap_max_iters}
+    rap = {"T": args.rap_T, "K": args.rap_K, "max_iters": args.rap_max_iters,
+           "step": args.rap_step}
     make = {"gem": lambda: GEM(T=args.gem_T, **NETS[args.net]),
             "gem_pub": lambda: GEMPub(T=args.pub_T, **pub),
             "gem_pub_reduced": lambda: GEMPub(T=args.pub_T, public_attributes=REDUCED, **pub),
@@ -277,7 +283,10 @@ def main() -> None:
         if name == "gem":
             what = f"T={args.gem_T} net={args.net}"
         elif name.startswith("rap"):
-            what = f"K={args.rap_K} T={args.rap_T} max_iters={args.rap_max_iters}"
+            stops = Counter(info["step_stops"])
+            what = (f"K={args.rap_K} T={args.rap_T} max_iters={args.rap_max_iters} step="
+                    f"{args.rap_step} (rounds stopping on: "
+                    f"{', '.join(f'{r} x{n}' for r, n in stops.most_common())})")
         else:
             what = (f"T={args.pub_T} net={args.net} (pre-training: "
                     f"{info['pretrain_epochs_run']} epochs, {info['pretrain_cpu_seconds']:.1f} s "

@@ -93,9 +93,12 @@ def test_rap_step_within_tolerance_of_the_gather_step(softmax, lr, seed, step) -
     assert abs(max_error(columns, data) - max_error(gather, data)) < 2e-5
 
 
-def test_rap_default_step_is_the_gather_and_leaves_the_parameters_as_they_were() -> None:
+def test_rap_default_step_is_the_closed_one_and_leaves_the_parameters_as_they_were() -> None:
+    # the default step changed (gather -> closed) without changing trial keys: it is kept
+    # out of the parameters, as gather was; the other steps are named there
     assert "step" not in RAP(T=2, K=2).params
-    assert RAP(T=2, K=2, step="gather").params == RAP(T=2, K=2).params
+    assert RAP(T=2, K=2, step="closed").params == RAP(T=2, K=2).params
+    assert RAP(T=2, K=2, step="gather").params["step"] == "gather"
     assert RAP(T=2, K=2, step="columns").params["step"] == "columns"
     with pytest.raises(ValueError, match="step='fused' is unknown"):
         RAP(T=2, K=2, step="fused")
