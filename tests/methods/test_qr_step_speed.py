@@ -1,9 +1,9 @@
 """The speed changes of GEM's and RAP's optimiser steps (issue 41, item 2) keep the
 answers: GEM's one forward pass per step gives today's answers bit for bit (against the
-update as it was, kept here as the reference); RAP's ``step: columns`` and ``step:
-closed`` options stay within stated tolerances of the authors' ``gather`` step (closed:
-also of the gather step in float64), which is unchanged; the default step leaves the
-method's parameters, hence trial keys, as they were."""
+update as it was, kept here as the reference); RAP's ``closed`` step (the default since
+issue 41) and ``columns`` option stay within stated tolerances of the authors' ``gather``
+step, which is unchanged (closed: also of the gather step in float64); the default step
+leaves the method's parameters, hence trial keys, as they were."""
 
 from __future__ import annotations
 
