@@ -34,7 +34,15 @@ from dpbench.report.fingerprint import (
 )
 from dpbench.report.fingerprint import report_inputs as report_files
 from dpbench.roots import conf_dirs, version_text  # noqa: F401  (cli.version_text)
-from dpbench.runner.cost import SlurmLimits, cost_lines, grid_cost, local_workers, record_seconds
+from dpbench.runner.cost import (
+    SlurmLimits,
+    Stored,
+    cost_lines,
+    grid_cost,
+    local_workers,
+    record_seconds,
+    reference_trials,
+)
 from dpbench.runner.diskspace import full_line, is_full
 from dpbench.runner.grid import (
     ConfigError,
@@ -50,6 +58,7 @@ from dpbench.runner.grid import (
     top_level_keys,
 )
 from dpbench.runner.local import Terminated
+from dpbench.runner.reference_costs import read_reference, reference_file, summary
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import CORRUPT, FAILED, OK, Damage, ResultStore
 
@@ -444,11 +453,20 @@ def trial_seconds(specs: Sequence[TrialSpec], store: ResultStore) -> dict[tuple,
     return out
 
 
+def reference_of(cfg: DictConfig) -> tuple[list[Stored], str | None]:
+    """The reference fits shipped with the experiment's paper, and where they come from."""
+    path = reference_file(cfg.experiment.get("paper"))
+    if path is None:
+        return [], None
+    lines = read_reference(path)
+    return reference_trials(lines), summary(lines, path)
+
+
 def plan_cost(cfg: DictConfig, specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
               store: ResultStore, brief: bool = False) -> list[str]:
     """The cost lines of a plan (``runner.cost``) for the configured runner: the local
     runner's workers, or the SLURM array's limits (``runner.*`` validated as ``run`` would)."""
-    cost = grid_cost(specs, todo, store)
+    cost = grid_cost(specs, todo, store, *reference_of(cfg))
     if cfg.runner.name != "slurm":
         return cost_lines(cost, workers=local_workers(int(cfg.runner.n_jobs)), brief=brief)
     from dpbench.runner.slurm import SlurmSettings
