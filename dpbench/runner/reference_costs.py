@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dpbench.checksum import replace_file
 from dpbench.roots import paper_dir
 from dpbench.runner.grid import ConfigError
 from dpbench.runner.spec import TrialSpec
@@ -112,10 +113,8 @@ def export(records: Iterable[Mapping[str, Any]], path: Path, machine: str) -> in
     ordered = sorted(lines.values(), key=lambda ln: (ln["spec"].get("dataset", ""),
                                                       ln["spec"].get("method", ""),
                                                       ln["spec"].get("epsilon", 0), ln["key"]))
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(ln, sort_keys=True) + "\n" for ln in ordered),
-                   encoding="utf-8")
-    os.replace(tmp, path)
+    replace_file(path, "".join(json.dumps(ln, sort_keys=True) + "\n"
+                               for ln in ordered).encode())
     return len(new)
 
 
