@@ -50,17 +50,30 @@ def discard(path: Path, why: object, log: logging.Logger, then: str) -> None:
     log.warning("%s is damaged (%s): deleted, %s", path, why, then)
 
 
-def replace_file(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` whole or not at all (a temporary file in the same folder,
-    then a rename); no fsync: a cache file lost in a crash is rebuilt. OSError on failure."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+def replace_file(path: Path, data: bytes, durable: bool = False) -> None:
+    """Write ``data`` to ``path`` whole or not at all, so readers see the old file or the new
+    one, never a part: a temporary file in the same folder, then a rename. ``durable``: fsync
+    the file before the rename and the folder after it (a store's records); without, a file
+    lost in a crash is rebuilt (caches). An OSError of a write names the folder."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not exc.filename:   # a write or fsync: name where
+            exc.filename = str(path.parent)
         raise
+    if durable:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
 
 
 __all__ = ["BadSeal", "discard", "replace_file", "seal", "unseal"]

@@ -34,7 +34,15 @@ from dpbench.report.fingerprint import (
 )
 from dpbench.report.fingerprint import report_inputs as report_files
 from dpbench.roots import conf_dirs, version_text  # noqa: F401  (cli.version_text)
-from dpbench.runner.cost import SlurmLimits, cost_lines, grid_cost, local_workers, record_seconds
+from dpbench.runner.cost import (
+    SlurmLimits,
+    Stored,
+    cost_lines,
+    grid_cost,
+    local_workers,
+    record_seconds,
+    reference_trials,
+)
 from dpbench.runner.diskspace import full_line, is_full
 from dpbench.runner.grid import (
     ConfigError,
@@ -50,6 +58,7 @@ from dpbench.runner.grid import (
     top_level_keys,
 )
 from dpbench.runner.local import Terminated
+from dpbench.runner.reference_costs import read_reference, reference_file, summary
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import CORRUPT, FAILED, OK, Damage, ResultStore
 
@@ -159,6 +168,8 @@ PROBE_BYTES = 2**20
 #: what the one-line full-disk error of ``run`` and of ``figures`` ends with
 RUN_FULL = "finished records are kept; free space and rerun to resume"
 FIGURES_FULL = "the stored records are untouched; free space and rerun `dpbench figures`"
+BOARD_FULL = "the stored records are untouched; free space and rerun `dpbench leaderboard`"
+SITE_FULL = "the stored records are untouched; free space and rerun `dpbench site`"
 
 
 def require_writable(path: Path, cfg: DictConfig) -> None:
@@ -444,11 +455,20 @@ def trial_seconds(specs: Sequence[TrialSpec], store: ResultStore) -> dict[tuple,
     return out
 
 
+def reference_of(cfg: DictConfig) -> tuple[list[Stored], str | None]:
+    """The reference fits shipped with the experiment's paper, and where they come from."""
+    path = reference_file(cfg.experiment.get("paper"))
+    if path is None:
+        return [], None
+    lines = read_reference(path)
+    return reference_trials(lines), summary(lines, path)
+
+
 def plan_cost(cfg: DictConfig, specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
               store: ResultStore, brief: bool = False) -> list[str]:
     """The cost lines of a plan (``runner.cost``) for the configured runner: the local
     runner's workers, or the SLURM array's limits (``runner.*`` validated as ``run`` would)."""
-    cost = grid_cost(specs, todo, store)
+    cost = grid_cost(specs, todo, store, *reference_of(cfg))
     if cfg.runner.name != "slurm":
         return cost_lines(cost, workers=local_workers(int(cfg.runner.n_jobs)), brief=brief)
     from dpbench.runner.slurm import SlurmSettings
@@ -835,8 +855,6 @@ def cmd_leaderboard(overrides: Sequence[str]) -> int:
     ``<results_dir>/leaderboard/<experiment>-<profile>/``; say which were skipped. Without
     ``profile=``, a grid never run is built only if all its trials are stored (as
     ``figures``)."""
-    from dpbench.report.board_files import write_board
-
     arenas = [n for n in choices("experiment") if is_arena(n)]
     base = compose_config(list(overrides))
     if given(overrides, "experiment") and not base.experiment.get("arena"):
@@ -845,6 +863,21 @@ def cmd_leaderboard(overrides: Sequence[str]) -> int:
                         f"{', '.join(arenas) or '(none)'}")
     names = [None] if given(overrides, "experiment") else arenas
     profiles = [None] if given(overrides, "profile") else profile_order()
+    with stops_when_full(Path(base.results_dir) / "leaderboard", BOARD_FULL):
+        written, skipped = _boards(overrides, names, profiles)
+    if not arenas and not given(overrides, "experiment"):
+        print("no arena experiment (experiment.arena: true) under conf/experiment/")
+    for line in skipped:
+        print(f"skipped {line}")
+    print("\n".join(map(str, written)) or "no board written")
+    return 0
+
+
+def _boards(overrides: Sequence[str], names: Sequence[str | None],
+            profiles: Sequence[str | None]) -> tuple[list[Path], list[str]]:
+    """:func:`cmd_leaderboard`'s boards: the files written, the grids skipped and why."""
+    from dpbench.report.board_files import write_board
+
     written: list[Path] = []
     skipped: list[str] = []
     for name in names:
@@ -866,12 +899,7 @@ def cmd_leaderboard(overrides: Sequence[str]) -> int:
                 f"{cfg.experiment.name}-{cfg.profile.name}{custom_suffix(cfg)}"
             require_writable(out, cfg)
             written += write_board(arena_board(cfg, store, specs, refused)[0], out)
-    if not arenas and not given(overrides, "experiment"):
-        print("no arena experiment (experiment.arena: true) under conf/experiment/")
-    for line in skipped:
-        print(f"skipped {line}")
-    print("\n".join(map(str, written)) or "no board written")
-    return 0
+    return written, skipped
 
 
 def arena_board(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],

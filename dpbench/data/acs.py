@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from dpbench.data import prepared
 from dpbench.data.base import Split
@@ -147,6 +146,8 @@ def load_acs(*, rng: np.random.Generator, task: str, year: int = 2018, state: st
     Offline with neither the prepared cache nor the raw file present, this fails at
     once with a one-line error naming the Census URL and where to put the file.
     """
+    import pandas as pd
+
     _problem(task)
     name = prepared_name(task, year, state)
     if not prepared.is_prepared(name):

@@ -13,13 +13,17 @@ Every loader returns records inside the paper's public bounds, ||x||_2 <= R = 1
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from dpbench.data.base import Split, TabularData
 from dpbench.data.files import read_csv
+
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 GLMS = ("logistic", "poisson")
 
@@ -91,6 +95,8 @@ ADULT_FEATURES = ("age", "married", "own_child", "male", "hours_per_week")
 
 def adult_frame() -> pd.DataFrame:
     """adult.data + adult.test (48,842 rows), income labels without the trailing '.'."""
+    import pandas as pd
+
     parts = []
     for name, skip in (("adult.data.gz", 0), ("adult.test.gz", 1)):
         parts.append(read_csv("uci_adult_raw", name, header=None, names=ADULT_COLUMNS,

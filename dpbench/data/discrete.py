@@ -12,14 +12,17 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from dpbench.data.base import Split, TabularData
 from dpbench.data.encoding import build_encoding, feature_bound
 from dpbench.data.files import DataError, read_bytes, verified_path
 from dpbench.data.splits import shuffle_split
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def read_discrete(dataset_dir: str, file: str, domain_file: str) -> tuple[pd.DataFrame, dict]:
@@ -40,6 +43,8 @@ def _version(path: Path) -> tuple[int, int]:
 @functools.lru_cache(maxsize=16)
 def _read_discrete(domain_file: str, file: str, *versions: tuple[int, int]
                    ) -> tuple[pd.DataFrame, dict]:
+    import pandas as pd
+
     del versions                       # the cache key: a changed file is read again
     domain = json.loads(read_bytes(Path(domain_file)))
     path = Path(file)
@@ -53,6 +58,8 @@ def _read_discrete(domain_file: str, file: str, *versions: tuple[int, int]
 def check_codes(frame: pd.DataFrame, domain: dict, where: str) -> pd.DataFrame:
     """The domain's columns of ``frame`` as int64 codes, after checking that every one is
     present and holds integer codes in [0, m) (one-line DataError naming ``where``)."""
+    import pandas as pd
+
     missing = [a for a in domain if a not in frame.columns]
     if missing:
         raise DataError(f"{where} lacks domain attributes {missing}; "
@@ -99,6 +106,8 @@ def load_discrete(*, rng: np.random.Generator, dataset_dir: str, file: str | Seq
     random training rows aside as public rows (``train.public``, outside the protected
     training rows: a public-data-assisted method reads them for free).
     """
+    import pandas as pd
+
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol {protocol!r} unknown; valid: {', '.join(PROTOCOLS)}")
     files = [file] if isinstance(file, str) else list(file)

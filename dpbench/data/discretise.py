@@ -15,19 +15,24 @@ A rule is a small dict (kept next to each dataset's feature list):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from dpbench.data.files import DataError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 RULES = ("range", "codes", "bins", "equal", "sorted")
 
 
 def discretise(values: pd.Series, rule: Mapping[str, Any]) -> tuple[NDArray, int]:
     """(codes, number of levels) of one column under ``rule``."""
+    import pandas as pd
+
     kind = [k for k in RULES if k in rule]
     if len(kind) != 1:
         raise ValueError(f"discretisation rule {dict(rule)} needs exactly one of {RULES}")
@@ -62,6 +67,8 @@ def discretise(values: pd.Series, rule: Mapping[str, Any]) -> tuple[NDArray, int
 def discretise_frame(frame: pd.DataFrame,
                      rules: Mapping[str, Mapping[str, Any]]) -> tuple[pd.DataFrame, dict[str, int]]:
     """Codes of every ruled column (in the rules' order) and the domain sizes."""
+    import pandas as pd
+
     missing = [c for c in rules if c not in frame.columns]
     if missing:
         raise DataError(f"raw table lacks columns {missing}; has {list(frame.columns)[:20]}")

@@ -16,14 +16,16 @@ import json
 import os
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from dpbench.data.base import Split
 from dpbench.data.discrete import load_discrete
 from dpbench.data.files import DataError, data_root
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PREPARE_CMD = "python scripts/prepare_ddssp_data.py"
 

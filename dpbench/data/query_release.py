@@ -31,10 +31,9 @@ import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from dpbench.data.base import Split, TabularData
 from dpbench.data.discrete import check_codes, read_discrete
@@ -42,10 +41,15 @@ from dpbench.data.encoding import build_encoding, feature_bound
 from dpbench.data.files import DataError, data_root, read_bytes
 from dpbench.data.prepared import check_pinned
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 def _read_extract(base: Path, file: str, domain_file: str,
                   extract: str) -> tuple[pd.DataFrame, dict[str, int]]:
     """A user-supplied extract and its domain from ``base`` (pinned, then parsed)."""
+    import pandas as pd
+
     missing = [f for f in (file, domain_file) if not (base / f).exists()]
     if missing:
         raise DataError(f"{extract}; put {' and '.join(missing)} in {base}/")

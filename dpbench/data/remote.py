@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from dpbench.data.base import Split
 from dpbench.data.discretise import discretise_frame
@@ -85,6 +84,8 @@ def fire_raw_path() -> Path:
 
 def prepare_fire(*, year: int = 2016, download_raw: bool = False) -> Path:
     """data/cache/fire_<year>/ from the DataSF export (read in chunks: it is several GB)."""
+    import pandas as pd
+
     path = _raw("fire", FIRE_URL, fire_raw_path(), "the DataSF CSV export", download_raw)
     raw_sha = check_pinned(path)
     parts = []
@@ -124,6 +125,8 @@ def taxi_raw_path(month: str) -> Path:
 def prepare_taxi(*, month: str = "2019-01", n_rows: int = TAXI_ROWS,
                  download_raw: bool = False) -> Path:
     """data/cache/taxi_<month>_<n_rows>/ from a TLC yellow-cab parquet file."""
+    import pandas as pd
+
     url = TAXI_URL.format(month=month)
     path = _raw("taxi", url, taxi_raw_path(month), "the TLC parquet file", download_raw)
     raw_sha = check_pinned(path)

@@ -20,12 +20,15 @@ import urllib.request
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from dpbench.data.base import Encoding, Split, TabularData
 from dpbench.data.files import DataError, data_root, read_csv
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _liver() -> tuple[pd.DataFrame, str]:
@@ -36,6 +39,8 @@ def _liver() -> tuple[pd.DataFrame, str]:
 
 
 def _abalone() -> tuple[pd.DataFrame, str]:
+    import pandas as pd
+
     cols = ["Sex", "Length", "Diameter", "Height", "Whole", "Shucked", "Viscera", "Shell",
             "Rings"]
     df = read_csv("uci_abalone", "abalone.data.gz", header=None, names=cols)
@@ -49,6 +54,8 @@ def _parkinsons() -> tuple[pd.DataFrame, str]:
 
 
 def _wine() -> tuple[pd.DataFrame, str]:
+    import pandas as pd
+
     red = read_csv("uci_wine_quality", "winequality-red.csv.gz", sep=";").assign(white=0.0)
     white = read_csv("uci_wine_quality", "winequality-white.csv.gz", sep=";").assign(white=1.0)
     return pd.concat([red, white], ignore_index=True), "quality"      # 11 + colour = 12
@@ -112,15 +119,21 @@ def _unzip(path: Path, member: str | None) -> bytes:
 
 
 def _auction() -> tuple[pd.DataFrame, str]:
+    import pandas as pd
+
     df = pd.read_csv(io.BytesIO(download_member("auction")))
     return df.astype(float), "verification.time"                    # 8 features
 
 
 def _superconductivity() -> tuple[pd.DataFrame, str]:
+    import pandas as pd
+
     return pd.read_csv(io.BytesIO(download_member("superconductivity"))), "critical_temp"
 
 
 def _intrusion() -> tuple[pd.DataFrame, str]:
+    import pandas as pd
+
     df = pd.read_csv(io.BytesIO(download_member("intrusion")))
     return df, df.columns[-1]                                        # number of barriers
 
@@ -136,6 +149,8 @@ READERS: dict[str, Callable[[], tuple[pd.DataFrame, str]]] = {
 @functools.lru_cache(maxsize=16)
 def read_table(name: str) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], str]:
     """(X, y, feature names, target) of one dataset, all columns numeric."""
+    import pandas as pd
+
     if name not in READERS:
         raise ValueError(f"unknown UCI dataset {name!r}; valid: {', '.join(sorted(READERS))}")
     df, target = READERS[name]()
@@ -164,6 +179,8 @@ def discretize(X: np.ndarray, y: np.ndarray, names: tuple[str, ...], target: str
     any other column gets ``bins`` equal-width bins over its public [min, max], each
     decoded to its midpoint. The encoding maps codes back to these values.
     """
+    import pandas as pd
+
     cols = [*zip(names, X.T, x_range, strict=True), (target, y, np.asarray(y_range))]
     codes, domain, values = {}, {}, {}
     for name, col, (lo, hi) in cols:

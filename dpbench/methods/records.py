@@ -20,13 +20,16 @@ generator on each call, so ``output(SyntheticTable)`` returns the same records e
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from dpbench.data.base import Encoding
 from dpbench.methods.outputs import SyntheticTable
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def post_seed(rng: np.random.Generator) -> np.random.SeedSequence:
@@ -42,6 +45,8 @@ def post_seed(rng: np.random.Generator) -> np.random.SeedSequence:
 
 def codes_frame(codes: NDArray, attributes: Sequence[str]) -> pd.DataFrame:
     """(n, k) integer codes as a data frame with the domain's columns in order."""
+    import pandas as pd  # here: planning commands import the method classes, not pandas
+
     return pd.DataFrame(np.asarray(codes, dtype=np.int64).reshape(-1, len(attributes)),
                         columns=list(attributes))
 

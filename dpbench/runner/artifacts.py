@@ -31,8 +31,6 @@ import hashlib
 import io
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -42,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from dpbench.checksum import BadSeal, discard, seal, unseal
+from dpbench.checksum import BadSeal, discard, replace_file, seal, unseal
 from dpbench.runner.spec import canonical_json, digest
 
 _META = "__meta__"
@@ -54,26 +52,9 @@ Built = tuple[Arrays, dict[str, Any]]
 
 
 def atomic_write_bytes(final: Path, data: bytes) -> None:
-    """Write ``data`` to ``final`` so readers see the old file or the new one, never a part:
-    temporary file in the same directory, fsync, rename, fsync of the directory.
-    (The same protocol as ResultStore.put, which could share this helper.)"""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=final.suffix, dir=final.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, final)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError) and not exc.filename:   # a write or fsync: name where
-            exc.filename = str(final.parent)
-        raise
-    dir_fd = os.open(final.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    """Write ``data`` to ``final`` durably, whole or not at all (:func:`checksum.replace_file`
+    with fsync of the file and its folder): what the store and the artifacts write."""
+    replace_file(final, data, durable=True)
 
 
 class ArtifactBusy(Exception):

@@ -6,7 +6,10 @@ Each trial to run gets its figures from the first of these that has them:
 
 1. **same cell**: the stored ok trials of its cell (its identity but the trial number):
    their mean seconds, the longest of them, their largest peak memory;
-2. **model**: a per-method cost model fitted on the stored ok trials of the same method
+2. **reference**: the same from the reference fits that ship with the experiment's paper
+   (:mod:`~dpbench.runner.reference_costs`: trials measured on another machine), for a
+   cell the store has none of;
+3. **model**: a per-method cost model fitted on the stored ok trials of the same method
    class and budget unit, in any experiment: least squares of log seconds on the logs of
    the trial's features whose stored values span at least a factor of ``MIN_SPAN``
    (training rows ``n`` and columns ``d`` of its dataset, as stored trials of that dataset
@@ -19,7 +22,7 @@ Each trial to run gets its figures from the first of these that has them:
    longest to expect is the estimate times the largest ratio of actual to fitted time
    among the trials fitted; memory is the largest peak of the method's trials on the
    same dataset, else on any;
-3. **unknown**: counted and named, never given a number.
+4. **unknown**: counted and named, never given a number.
 
 Seconds are a trial's recorded data + fit + evaluation time (``timing``), without the
 start-up of its process. Memory is the record's ``peak_rss_mb``: the worker process's peak
@@ -47,9 +50,11 @@ from dpbench.runner.grid import costliest_first
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import OK, ResultStore, is_number
 
-SAME_CELL, MODEL, MEDIAN, UNKNOWN = "same cell", "model", "median", "unknown"
+SAME_CELL, REFERENCE, MODEL, MEDIAN, UNKNOWN = (
+    "same cell", "reference", "model", "median", "unknown")
 #: what each source is called in the plan
 SOURCE_TEXT = {SAME_CELL: "from stored trials of the same cells",
+               REFERENCE: "from reference fits of the same cells",
                MODEL: "from a per-method model", MEDIAN: "from the method's median",
                UNKNOWN: "unknown"}
 #: headroom asked of runner.timeout_min over the longest task and of runner.mem_gb over
@@ -129,6 +134,14 @@ class Estimate:
     beyond: tuple[str, ...] = ()
 
 
+def reference_trials(lines: Iterable[Mapping[str, Any]]) -> list[Stored]:
+    """The lines of a reference file (:func:`~dpbench.runner.reference_costs.read_reference`)
+    as stored trials."""
+    return [Stored(TrialSpec.from_dict(ln["spec"]), float(ln["seconds"]),
+                   float(ln["peak_rss_mb"]) if is_number(ln.get("peak_rss_mb")) else None,
+                   (int(ln["n_train"]), int(ln["d"]))) for ln in lines]
+
+
 def stored_trials(store: ResultStore) -> list[Stored]:
     """Every usable ok record of the store whose spec this dpbench reads."""
     out = []
@@ -148,23 +161,28 @@ def stored_trials(store: ResultStore) -> list[Stored]:
 
 @dataclass
 class Estimator:
-    """Per-trial estimates from stored trials (see the module's docstring)."""
+    """Per-trial estimates from stored trials and reference fits (the module's docstring)."""
 
     trials: Sequence[Stored]
+    reference: Sequence[Stored] = ()
     _cells: dict[str, list[Stored]] = field(default_factory=dict, init=False)
     _groups: dict[tuple[str, str], list[Stored]] = field(default_factory=dict, init=False)
     _sizes: dict[str, tuple[int, int]] = field(default_factory=dict, init=False)
     _fits: dict[tuple, tuple] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
-        self._data = {id(t): data_of(t.spec) for t in self.trials}
-        for t in self.trials:
-            self._cells.setdefault(cell_of(t.spec), []).append(t)
+        every = [*self.trials, *self.reference]
+        self._data = {id(t): data_of(t.spec) for t in every}
+        self._ref_cells: dict[str, list[Stored]] = {}
+        for trials, cells in ((self.trials, self._cells), (self.reference, self._ref_cells)):
+            for t in trials:
+                cells.setdefault(cell_of(t.spec), []).append(t)
+        for t in every:
             self._groups.setdefault(group_of(t.spec), []).append(t)
             if t.size:
                 self._sizes.setdefault(self._data[id(t)], t.size)
         self._features = {id(t): features_of(t.spec, t.size or self._sizes.get(self._data[id(t)]))
-                          for t in self.trials}
+                          for t in every}
         self._ranges: dict[tuple[str, str], dict[str, tuple[float, float]]] = {}
         for group, trials in self._groups.items():
             seen: dict[str, list[float]] = {}
@@ -182,10 +200,11 @@ class Estimator:
 
     def estimate(self, spec: TrialSpec) -> Estimate:
         """The figures of one trial, from the first source that has them."""
-        same = self._cells.get(cell_of(spec))
-        if same:
-            secs = [t.seconds for t in same]
-            return Estimate(sum(secs) / len(secs), max(secs), _max_mem(same), SAME_CELL)
+        for cells, source in ((self._cells, SAME_CELL), (self._ref_cells, REFERENCE)):
+            same = cells.get(cell_of(spec))
+            if same:
+                secs = [t.seconds for t in same]
+                return Estimate(sum(secs) / len(secs), max(secs), _max_mem(same), source)
         group = self._groups.get(group_of(spec))
         if not group:
             return Estimate(None, None, None, UNKNOWN)
@@ -309,6 +328,7 @@ class Cost:
     todo: Sequence[TrialSpec]
     estimates: Mapping[str, Estimate]
     done_seconds: float
+    reference_note: str | None = None    # where the reference fits come from, if any
 
     @property
     def known(self) -> list[TrialSpec]:
@@ -324,17 +344,19 @@ class Cost:
 
 
 def grid_cost(specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
-              store: ResultStore) -> Cost:
-    """Estimate each trial of ``todo`` from the store; sum the recorded seconds of the
-    grid's other trials (stored ok)."""
-    est = Estimator(stored_trials(store))
+              store: ResultStore, reference: Sequence[Stored] = (),
+              reference_note: str | None = None) -> Cost:
+    """Estimate each trial of ``todo`` from the store and the ``reference`` fits (described
+    by ``reference_note``); sum the recorded seconds of the grid's other trials (stored ok)."""
+    est = Estimator(stored_trials(store), reference)
     pending = {s.key for s in todo}
     done = 0.0
     for key in {s.key for s in specs} - pending:
         rec = store.get(key)
         if rec and rec.get("status") == OK:
             done += record_seconds(rec)
-    return Cost(todo, {s.key: est.estimate(s) for s in todo}, done)
+    return Cost(todo, {s.key: est.estimate(s) for s in todo}, done,
+                reference_note if reference else None)
 
 
 def cost_lines(cost: Cost, *, workers: int | None = None,
@@ -359,6 +381,8 @@ def cost_lines(cost: Cost, *, workers: int | None = None,
            f"{at_least}{cpu(seconds + cost.done_seconds)}); figures per trial: "
            + ", ".join(f"{n} {SOURCE_TEXT[k]}" for k, n in sources.items() if n)
            + (f" ({unseen}: no stored trial)" if unknown else "")]
+    if cost.reference_note and any(n for k, n in sources.items() if k != SAME_CELL):
+        out.append(cost.reference_note)
     beyond = Counter(k for s in todo for k in cost.estimates[s.key].beyond)
     if beyond:
         n = sum(bool(cost.estimates[s.key].beyond) for s in todo)

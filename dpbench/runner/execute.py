@@ -248,7 +248,7 @@ def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
         "argv": sys.argv[:1],
     }
     rss_reset = reset_peak_rss()
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     if trace_memory:
         tracemalloc.start()
     try:
@@ -292,6 +292,9 @@ def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
             record["peak_mem_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
     record["wall_s"] = time.perf_counter() - t0
+    # the worker process's CPU seconds over the trial (every thread): unlike wall_s, not
+    # stretched when other work shares the cores, so it is what reference costs keep
+    record["cpu_s"] = time.process_time() - cpu0
     record["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     # whole-process peak RSS during this trial (native JAX/torch memory included)
     record["peak_rss_mb"] = peak_rss_mb() if rss_reset else None

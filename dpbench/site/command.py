@@ -145,6 +145,13 @@ def cmd_site(overrides: Sequence[str]) -> int:
     store = cli.store_of(base)
     out = Path(base.results_dir) / "site"
     cli.require_writable(out, base)
+    with cli.stops_when_full(out, cli.SITE_FULL):
+        return _build_site(overrides, base, store, out)
+
+
+def _build_site(overrides: Sequence[str], base: DictConfig, store: ResultStore,
+                out: Path) -> int:
+    """:func:`cmd_site` once its output folder is known to be writable."""
     names = set(choices("experiment"))
     runs = [(e, p) for e, p in store.runs() if e in names
             and (not cli.given(overrides, "experiment") or e == base.experiment.name)

@@ -1,4 +1,4 @@
-"""A full disk during ``dpbench run`` and ``dpbench figures`` (issue 39, item 3): one line
+"""A full disk during ``dpbench run``, ``figures`` and ``site`` (issue 39, item 3): one line
 naming the folder and its free space, exit 2, every finished record kept byte for byte, and
 after space is freed the rerun computes exactly the missing trials.
 
@@ -143,6 +143,24 @@ def test_a_full_disk_during_figures_is_one_line_and_the_rerun_builds_them(
     proc = run_cli(*figures)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert any((results / "figures").rglob("*.md")) and _record_bytes(results) == kept
+
+
+def test_a_full_disk_during_site_is_one_line_and_the_rerun_builds_it(
+        clean: Path, tmp_path: Path, site: Path) -> None:
+    """The site's first file is written, the next one finds the disk full (room 1 byte)."""
+    results = tmp_path / "results"
+    shutil.copytree(clean, results)
+    shutil.rmtree(results / "site", ignore_errors=True)
+    (results / "site").mkdir()
+    kept = _record_bytes(results)
+    cmd = ["site", f"results_dir={results}", "runner.progress=false"]
+    env = {"PYTHONPATH": f"{site}:{REPO}", QUOTA_ENV: f"{results / 'site'}=1"}
+    _one_line(run_cli(*cmd, env=env), results / "site", "stored records are untouched",
+              "rerun `dpbench site`")
+    assert _record_bytes(results) == kept
+    proc = run_cli(*cmd)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert (results / "site" / "index.html").is_file() and _record_bytes(results) == kept
 
 
 # Inside a user and mount namespace: a 16 MB tmpfs holds the results; once the run has

@@ -3,14 +3,15 @@ serve, the output as a synthetic table in the data's encoding."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from dpbench.data.base import Encoding
 from dpbench.methods.base import Method
 from dpbench.methods.outputs import SyntheticTable
 from dpbench.methods.records import synthetic_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class RecordsBaseline(Method):

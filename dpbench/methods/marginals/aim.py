@@ -30,9 +30,9 @@ import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from dpbench.methods.marginals import _mbi, flat
 from dpbench.methods.marginals.data import checked_codes, data_marginal
@@ -48,6 +48,9 @@ from dpbench.methods.marginals.workloads import (
     workload_weights,
 )
 from dpbench.privacy.accountant import Accountant
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: AIM's neighbouring relation: one record added or removed (a marginal's L2 sensitivity 1)
 RELATION = "add_remove"

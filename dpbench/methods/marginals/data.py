@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from dpbench.methods.marginals.workloads import Clique
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def checked_codes(frame: pd.DataFrame, attributes: Sequence[str],

@@ -29,11 +29,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from dpbench.methods.marginals.workloads import Clique
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from dpbench.methods.marginals.junction import CalibratedTree
 
 Kind = Literal["mrf", "mixture"]
@@ -157,6 +158,8 @@ class MarginalModel:
             codes = self._sample_mixture(rows, rng)
         for a, mp in self.compression.items():
             codes[a] = _decompress(codes[a], mp, rng)
+        import pandas as pd  # here: planning commands import the method classes, not pandas
+
         return pd.DataFrame({a: codes[a].astype(np.int64) for a in self.attributes})
 
     def _sample_mrf(self, rows: int, rng: np.random.Generator) -> dict[str, np.ndarray]:

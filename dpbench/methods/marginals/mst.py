@@ -24,9 +24,9 @@ import itertools
 import math
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from dpbench.methods.marginals import _mbi
 from dpbench.methods.marginals.data import checked_codes, data_marginal
@@ -35,6 +35,9 @@ from dpbench.methods.marginals.noise import measure, noise_is_off, select
 from dpbench.methods.marginals.settings import MSTSettings
 from dpbench.methods.marginals.workloads import Clique
 from dpbench.privacy.accountant import Accountant
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: MST's neighbouring relation: one record added or removed (a marginal's L2 sensitivity 1,
 #: a score's (an L1 distance to a fixed model) change at most 1)

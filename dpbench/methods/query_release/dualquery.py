@@ -47,7 +47,6 @@ import time
 from typing import Any, Self
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 from scipy import sparse, special
 from scipy.optimize import Bounds, LinearConstraint, milp
@@ -64,7 +63,7 @@ from dpbench.methods.query_release.queries import (
     workload_answers,
 )
 from dpbench.methods.query_release.template import NEIGHBOURS, RELATION
-from dpbench.methods.records import synthetic_table
+from dpbench.methods.records import codes_frame, synthetic_table
 from dpbench.privacy import draws
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.mechanisms import exponential_mechanism_rho
@@ -338,7 +337,7 @@ class DualQuery(Method):
             np.subtract.at(scores, qs.row_positions(record[None, :])[0], 1.0)
             t += 1
         codes = np.array(records, dtype=np.int64).reshape(-1, len(qs.sizes))
-        self.records_ = pd.DataFrame(codes, columns=list(qs.attributes))
+        self.records_ = codes_frame(codes, list(qs.attributes))
         self.answers_ = qs.rows_answers(self.records_.to_numpy())
         self.encoding_ = data.encoding
         self.rounds_run_ = t

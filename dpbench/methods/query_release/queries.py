@@ -25,15 +25,18 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from dpbench.data.base import TabularData
 from dpbench.methods.marginals.data import checked_codes
 from dpbench.methods.marginals.workloads import Clique, build_workload, canonical
 from dpbench.methods.outputs import QueryAnswers
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: default cap on full-domain histograms: 1e8 cells = 800 MB per float64 copy, and MWEM /
 #: PEP hold a few copies; ADULT (reduced) has 336,000 cells, full ADULT ~7.3e11

@@ -1,0 +1,128 @@
+"""Reference fits: measured costs of a paper's trials that ship with dpbench
+(``papers/<paper>/costs.jsonl``), so ``plan`` can size a grid before the user's store holds
+any trial of it: a paper profile meant for a cluster, say, from a clean clone.
+
+Each line is one ok trial as a store recorded it, reduced to what its cost tells: its spec
+(so its cell and features are those of the grid's trials), its seconds, its peak memory,
+its dataset's size, when and on what machine it ran. The seconds are the record's
+``cpu_s`` (the worker process's CPU time over the trial, every thread: not stretched when
+other work shares the cores, as a wall time would be), else its data + fit + evaluation
+wall time. ``scripts/export_costs.py`` writes the lines from a store.
+
+They stand below the user's own trials (:class:`~dpbench.runner.cost.Estimator`): a cell the
+store has measured is estimated from the store; a cell only the reference has, from the
+reference; any other from one model fitted on both. A reference was measured on another
+machine: the plan names it, and the user's figures replace it once their trials exist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dpbench.checksum import replace_file
+from dpbench.roots import paper_dir
+from dpbench.runner.grid import ConfigError
+from dpbench.runner.spec import TrialSpec
+from dpbench.runner.store import OK, is_number
+
+FILE = "costs.jsonl"
+#: what a reference line must hold, and of which JSON type
+FIELDS: Mapping[str, type | tuple[type, ...]] = {
+    "key": str, "spec": dict, "seconds": (int, float), "n_train": int, "d": int,
+    "finished_at": str, "machine": str}
+
+
+def reference_file(paper: str | None) -> Path | None:
+    """``papers/<paper>/costs.jsonl`` if the paper ships one (None for no paper or none)."""
+    if not paper:
+        return None
+    try:
+        path = paper_dir(str(paper)) / FILE
+    except ValueError:
+        return None
+    return path if path.is_file() else None
+
+
+def read_reference(path: Path) -> list[dict[str, Any]]:
+    """The lines of a reference file (ConfigError naming the file and line if one is bad)."""
+    out = []
+    for no, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not text.strip():
+            continue
+        try:
+            line = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}: line {no} is not JSON ({exc.msg})") from None
+        bad = [k for k, t in FIELDS.items()
+               if not isinstance(line, dict) or not isinstance(line.get(k), t)
+               or isinstance(line.get(k), bool)]
+        if not bad and line["seconds"] < 0:
+            bad = ["seconds"]
+        if bad:
+            raise ConfigError(f"{path}: line {no} lacks a valid {', '.join(bad)}; each "
+                              f"line needs {', '.join(FIELDS)}")
+        try:
+            spec = TrialSpec.from_dict(line["spec"])
+        except (TypeError, KeyError) as exc:
+            raise ConfigError(f"{path}: line {no} has a spec dpbench cannot read ({exc})") \
+                from None
+        if spec.key != line["key"]:
+            raise ConfigError(f"{path}: line {no}: its key is not its spec's "
+                              f"({line['key'][:12]}… vs {spec.key[:12]}…)")
+        out.append(line)
+    return out
+
+
+def machine_text() -> str:
+    """This machine for a reference line: CPU model and core count (Linux), else the OS."""
+    model = None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            model = next((ln.split(":", 1)[1].strip() for ln in fh
+                          if ln.startswith("model name")), None)
+    except OSError:
+        pass
+    return f"{model or os.uname().sysname}, {os.cpu_count()} cores"
+
+
+def reference_line(record: Mapping[str, Any], machine: str) -> dict[str, Any]:
+    """One ok store record as a reference line (its spec, seconds, memory, size)."""
+    timing = record.get("timing") or {}
+    wall = float(sum(v for v in timing.values() if is_number(v)))
+    cpu = record.get("cpu_s")
+    return {"key": record["key"], "spec": record["spec"],
+            "seconds": round(float(cpu) if is_number(cpu) else wall, 3),
+            "seconds_are": "cpu" if is_number(cpu) else "wall",
+            "wall_s": round(wall, 3),
+            "peak_rss_mb": record.get("peak_rss_mb") or record.get("maxrss_mb"),
+            "n_train": int(record["n_train"]), "d": int(record["d"]),
+            "commit": record.get("commit"), "finished_at": record.get("finished_at", ""),
+            "machine": machine}
+
+
+def export(records: Iterable[Mapping[str, Any]], path: Path, machine: str) -> int:
+    """Write the ok ``records`` into the reference file ``path``: a line per trial, a new
+    measurement of a trial replacing its old line, the others kept. Returns how many."""
+    old = {ln["key"]: ln for ln in read_reference(path)} if path.is_file() else {}
+    new = {r["key"]: reference_line(r, machine) for r in records if r.get("status") == OK}
+    lines = {**old, **new}
+    ordered = sorted(lines.values(), key=lambda ln: (ln["spec"].get("dataset", ""),
+                                                      ln["spec"].get("method", ""),
+                                                      ln["spec"].get("epsilon", 0), ln["key"]))
+    replace_file(path, "".join(json.dumps(ln, sort_keys=True) + "\n"
+                               for ln in ordered).encode())
+    return len(new)
+
+
+def summary(lines: Sequence[Mapping[str, Any]], path: Path) -> str:
+    """Where a plan's reference figures come from: the file, how many trials, when, where."""
+    days = sorted({ln["finished_at"][:10] for ln in lines if ln["finished_at"]})
+    when = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}" if days else "undated"
+    machines = sorted({ln["machine"] for ln in lines})
+    return (f"reference fits: {len(lines)} trial(s) in {path.parent.name}/{path.name}, "
+            f"measured {when} on {'; '.join(machines)}; your machine's times differ, and "
+            "your own trials replace them once stored")

@@ -1,0 +1,129 @@
+"""Reference fits (dpbench/runner/reference_costs.py): measured trials that ship with a
+paper size a grid in ``plan`` before the user's store holds any of it; the user's own
+trials come first; a damaged reference file is refused in one line naming file and line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dpbench.entry import main
+from dpbench.runner.cost import (
+    MODEL,
+    REFERENCE,
+    SAME_CELL,
+    Estimator,
+    cost_lines,
+    grid_cost,
+    reference_trials,
+    stored_trials,
+)
+from dpbench.runner.grid import ConfigError
+from dpbench.runner.reference_costs import export, read_reference, reference_line
+from dpbench.runner.store import ResultStore
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_plan_cost import put, spec  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def record(s, seconds: float, cpu: float | None, n: int = 1000, d: int = 5,
+           mem: float = 100.0) -> dict:
+    """An ok record of ``s`` as a store holds it (timing sums to ``seconds``)."""
+    rec = {"key": s.key, "status": "ok", "spec": s.to_dict(), "metrics": {"mse": 0.5},
+           "timing": {"data_s": 0.0, "fit_s": seconds, "eval_s": 0.0}, "n_train": n,
+           "d": d, "peak_rss_mb": mem, "finished_at": "2026-11-27T02:00:00+00:00",
+           "commit": "abc"}
+    if cpu is not None:
+        rec["cpu_s"] = cpu
+    return rec
+
+
+def test_reference_line_keeps_cpu_seconds_else_the_wall_time() -> None:
+    s = spec("a", "m", 1.0)
+    assert reference_line(record(s, 9.0, 4.0), "box")["seconds"] == 4.0
+    line = reference_line(record(s, 9.0, None), "box")
+    assert line["seconds"] == 9.0 and line["seconds_are"] == "wall"
+
+
+def test_sources_in_order_store_then_reference_then_one_model(tmp_path: Path) -> None:
+    """A stored cell beats the reference; a reference cell gives its mean and longest; a
+    cell neither has comes from one model fitted on both (times ~ k, exact here)."""
+    store = ResultStore(tmp_path)
+    put(store, spec("a", "m", 1.0, k=2), 2.0)
+    put(store, spec("a", "m", 1.0, k=4), 4.0)
+    ref = reference_trials([reference_line(record(spec("a", "m", 1.0, t, k=k), 0.0, cpu), "x")
+                            for t, k, cpu in ((0, 2, 50.0), (0, 16, 16.0), (1, 16, 20.0))])
+    est = Estimator(stored_trials(store), ref)
+    own = est.estimate(spec("a", "m", 1.0, 5, k=2))
+    assert own.source == SAME_CELL and own.seconds == 2.0      # not the reference's 50
+    far = est.estimate(spec("a", "m", 1.0, 5, k=16))
+    assert far.source == REFERENCE and far.seconds == 18.0 and far.longest == 20.0
+    mid = est.estimate(spec("a", "m", 1.0, 5, k=8))
+    assert mid.source == MODEL and mid.beyond == ()    # k = 8 inside the reference's range
+    assert 4.0 < mid.seconds < 50.0
+
+
+def test_export_replaces_a_trials_line_and_keeps_the_others(tmp_path: Path) -> None:
+    path = tmp_path / "costs.jsonl"
+    a, b = spec("a", "m", 1.0), spec("b", "m", 1.0)
+    assert export([record(a, 3.0, 2.0), record(b, 5.0, 5.0)], path, "box") == 2
+    assert export([record(a, 9.0, 7.0), {"status": "failed", "key": "zz"}], path, "box2") == 1
+    lines = {ln["key"]: ln for ln in read_reference(path)}
+    assert lines[a.key]["seconds"] == 7.0 and lines[a.key]["machine"] == "box2"
+    assert lines[b.key]["seconds"] == 5.0 and len(lines) == 2
+
+
+@pytest.mark.parametrize("damage, says", [
+    ("not json", "line 2 is not JSON"),
+    ('{"key": "k"}', "line 2 lacks a valid spec, seconds"),
+    ("SWAP", "line 2: its key is not its spec's"),
+])
+def test_a_damaged_reference_is_refused_naming_its_line(tmp_path: Path, damage: str,
+                                                        says: str) -> None:
+    path = tmp_path / "costs.jsonl"
+    export([record(spec("a", "m", 1.0), 3.0, 2.0)], path, "box")
+    good = path.read_text().splitlines()[0]
+    if damage == "SWAP":
+        line = json.loads(good)
+        line["spec"]["epsilon"] = 2.0
+        damage = json.dumps(line)
+    path.write_text(f"{good}\n{damage}\n")
+    with pytest.raises(ConfigError, match=says):
+        read_reference(path)
+
+
+def test_plan_states_a_grid_from_the_reference_alone(tmp_path: Path, monkeypatch,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    """A real run's trials exported by scripts/export_costs.py (to a file given by --out)
+    size the same grid for an empty store: its CPU-hours are the trials' CPU seconds."""
+    import dpbench.cli as cli
+
+    grid_args = ["experiment=linreg_adult", "methods=[ssp,adassp]", "profile=smoke"]
+    ran, fresh = tmp_path / "ran", tmp_path / "fresh"
+    assert main(["run", *grid_args, f"results_dir={ran}", "runner.progress=false",
+                 "runner.n_jobs=1"]) == 0
+    out = tmp_path / "costs.jsonl"
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "export_costs.py"),
+                           "--out", str(out), *grid_args, f"results_dir={ran}"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = read_reference(out)
+    assert lines and all(ln["seconds_are"] == "cpu" for ln in lines)
+    monkeypatch.setattr(cli, "reference_file", lambda paper: out)
+    capsys.readouterr()
+    assert main(["plan", *grid_args, f"results_dir={fresh}"]) == 0
+    text = capsys.readouterr().out
+    assert f"{len(lines)} from reference fits of the same cells" in text, text
+    assert f"reference fits: {len(lines)} trial(s) in {out.parent.name}/costs.jsonl" in text
+    specs = cli.grid(cli.compose_config([*grid_args, f"results_dir={fresh}"]))
+    expect = cost_lines(grid_cost(specs, specs, ResultStore(fresh / "store"),
+                                  reference_trials(lines), "note"), workers=1)[0]
+    assert expect.split(";")[0] in text, (expect, text)
+    assert sum(ln["seconds"] for ln in lines) > 0
