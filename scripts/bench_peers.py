@@ -62,6 +62,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import _timing  # noqa: E402
 from bench_aim import load_train, method_settings  # noqa: E402
 
 from dpbench.methods.marginals.data import checked_codes, data_marginal  # noqa: E402
@@ -158,36 +159,10 @@ def ensure_peer_venv() -> Path:
 
 
 def run_limited(cmd: list[str], limit_s: float, env: dict[str, str]) -> dict[str, object]:
-    """Run ``cmd``; wall seconds, peak RSS (MB, getrusage of that child), its last stdout
-    line parsed as JSON, and status ok / failed / timeout (killed after ``limit_s``)."""
-    out = tempfile.TemporaryFile(mode="w+")
-    err = tempfile.TemporaryFile(mode="w+")
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=ROOT)
-    status = None
-    while True:
-        pid, code, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            status = "ok" if os.waitstatus_to_exitcode(code) == 0 else "failed"
-            break
-        if time.perf_counter() - t0 > limit_s:
-            proc.kill()
-            _, code, usage = os.wait4(proc.pid, 0)
-            status = "timeout"
-            break
-        time.sleep(0.2)
-    proc.returncode = os.waitstatus_to_exitcode(code)
-    wall = time.perf_counter() - t0
-    out.seek(0)
-    err.seek(0)
-    lines = [ln for ln in out.read().splitlines() if ln.startswith("{")]
-    result = {"status": status, "wall_s": wall, "peak_mb": usage.ru_maxrss / 1024}
-    errors = err.read()
-    if status == "ok" and lines:
-        result.update(json.loads(lines[-1]))
-    elif status == "failed":
-        result["error"] = errors[-2000:]
-    elif "] fit started" in errors:   # how far a stopped peer run got: its timed
+    """Run ``cmd`` (``_timing.run_limited``: status, wall, CPU, peak RSS, its JSON line);
+    for a stopped smartnoise run, how far it got."""
+    result, errors = _timing.run_limited(cmd, limit_s, env, ROOT)
+    if result["status"] == "timeout" and "] fit started" in errors:   # its timed
         # "[t s] Selected" lines (scripts/bench_peers_smartnoise.py)
         done = re.findall(r"^\[([0-9.]+) s\] Selected", errors, flags=re.M)
         result["rounds_done"] = len(done)
