@@ -46,6 +46,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -239,6 +240,7 @@ def main() -> None:
             res.update(side=side, method=method, dataset=dataset, eps=eps)
             print(describe(res, args.limit), flush=True)
             runs.append(res)
+        shutil.rmtree(work / f"run{i}", ignore_errors=True)     # GEM's pickles: ~10 MB a round
     report = {"started": started, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
               "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
               "load_avg_start": load, "load_avg_end": os.getloadavg(),
