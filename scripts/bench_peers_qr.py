@@ -78,14 +78,17 @@ METHODS = ("mwem", "pep", "gem", "rap")
 HISTOGRAM = ("mwem", "pep")              # the paper runs them on ADULT (reduced) only
 #: dpbench yaml parameter -> the authors' runner flag
 FLAGS = {"T": "--T", "K": "--K", "lr": "--lr", "max_iters": "--max-iters", "alpha": "--alpha"}
-#: rough seconds per run on one idle core (short runs measured 2026-11-27), for the
-#: estimate printed before starting; a case without a guess counts as its whole limit
-EXPECTED_S = {("authors", "mwem", "qr_adult_reduced"): 30.0,
-              ("dpbench", "mwem", "qr_adult_reduced"): 20.0,
-              ("authors", "pep", "qr_adult_reduced"): 400.0,
-              ("dpbench", "pep", "qr_adult_reduced"): 30.0,
-              ("authors", "rap", "qr_adult_reduced"): 300.0,
-              ("dpbench", "rap", "qr_adult_reduced"): 200.0}
+#: seconds per run (the CPU seconds measured 2026-11-27, docs/speed.md; wall time on a busy
+#: machine is longer), for the estimate printed before starting; a case without a figure
+#: counts as its whole limit
+EXPECTED_S = {("authors", "mwem", "qr_adult_reduced"): 20.0,
+              ("dpbench", "mwem", "qr_adult_reduced"): 6.0,
+              ("authors", "pep", "qr_adult_reduced"): 50.0,
+              ("dpbench", "pep", "qr_adult_reduced"): 7.0,
+              ("authors", "gem", "qr_adult_reduced"): 310.0,
+              ("dpbench", "gem", "qr_adult_reduced"): 235.0,
+              ("authors", "rap", "qr_adult_reduced"): 36.0,
+              ("dpbench", "rap", "qr_adult_reduced"): 26.0}
 
 
 def checkout_problem(path: str | None) -> str | None:
@@ -218,7 +221,7 @@ def main() -> None:
         print(f"{m}: {json.dumps(settings(m, overrides))}")
     print(f"{len(cases)} cells x 2 sides, limit {args.limit:.0f} s per run. Expected "
           f"duration: {'about' if None not in guess else 'at most'} {total / 60:.0f} min "
-          f"(one core each, one after the other).", flush=True)
+          f"(one idle core each, one after the other).", flush=True)
 
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
