@@ -1,14 +1,18 @@
-"""Timing helpers shared by the benchmark scripts (run by hand, never as tests)."""
+"""Helpers shared by the benchmark scripts (run by hand, never as tests): timing, a
+time-limited child run, the peer benchmarks' own virtual environments."""
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,3 +63,31 @@ def run_limited(cmd: list[str], limit_s: float, env: dict[str, str],
     elif status == "failed":
         result["error"] = errors[-2000:]
     return result, errors
+
+
+def ensure_venv(venv: Path, *installs: list[str]) -> Path:
+    """``venv``'s python; the environment is created first if missing, with one ``pip
+    install`` per argument list of ``installs`` (a few minutes, once)."""
+    python = venv / "bin" / "python"
+    if python.exists():
+        return python
+    print(f"creating {venv} (once; a few minutes)", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    for args in installs:
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *args], check=True)
+    return python
+
+
+def sitting() -> dict[str, Any]:
+    """When and where a benchmark starts: UTC time, the machine, its load averages."""
+    return {"started": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
+            "load_avg_start": os.getloadavg()}
+
+
+def write_report(out: Path, start: dict[str, Any], **fields: Any) -> None:
+    """``out`` (JSON): the :func:`sitting`, when it finished and the load then, ``fields``."""
+    report = {**start, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+              "load_avg_end": os.getloadavg(), **fields}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2))

@@ -44,14 +44,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -143,19 +140,6 @@ def exrisk_case(dataset: str, profile: str, eps: float) -> Case:
                 sizes, eps, delta, peer,
                 ["--exrisk", dataset, "--profile", profile],
                 {2: all_kway(attrs, 2), 3: all_kway(attrs, 3), degree: workload})
-
-
-def ensure_peer_venv() -> Path:
-    """The peer environment's python, created (a few minutes, from PyPI) if missing."""
-    python = PEER_VENV / "bin" / "python"
-    if python.exists():
-        return python
-    print(f"creating {PEER_VENV} with {PEER_PIN} (once; a few minutes)", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
-    pip = [str(python), "-m", "pip", "install", "--quiet"]
-    subprocess.run([*pip, "--no-deps", PEER_PIN], check=True)
-    subprocess.run([*pip, *PEER_DEPS], check=True)
-    return python
 
 
 def run_limited(cmd: list[str], limit_s: float, env: dict[str, str]) -> dict[str, object]:
@@ -278,7 +262,7 @@ def main() -> None:
     if not args.limit > 0:
         ap.error(f"--limit {args.limit}: must be > 0 seconds")
 
-    python = ensure_peer_venv()
+    python = _timing.ensure_venv(PEER_VENV, ["--no-deps", PEER_PIN], PEER_DEPS)
     cases = ([exrisk_case(d, prof, e) for d in args.exrisk for prof in args.profile
               for e in args.eps] if args.exrisk else [adult_case(e, args) for e in args.eps])
     seconds, known = estimate_s(cases, args.limit, args.warm)
@@ -291,8 +275,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench_peers_"))
     cache = work / "cache"                         # empty: dpbench's first process is cold
     env = {**os.environ, "DPBENCH_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
-    started = datetime.now(UTC).isoformat(timespec="seconds")
-    load = os.getloadavg()
+    start = _timing.sitting()
     runs = []
     for case in cases:
         data = work / f"{case.key}.csv"
@@ -322,17 +305,13 @@ def main() -> None:
                                      for k, m in case.tv_marginals.items()) / count
             print(_describe(res, args.limit), flush=True)
             runs.append(res)
-    report = {"started": started, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
-              "load_avg_start": load, "load_avg_end": os.getloadavg(),
-              "settings": {"seed": args.seed, "limit_s": args.limit},
-              "cases": [{"label": c.label, "eps": c.eps, "delta": c.delta, "rows": c.rows,
-                         "smartnoise": c.peer_args, "dpbench": c.child_args,
-                         "tv_marginals": {k: len(m) for k, m in c.tv_marginals.items()}}
-                        for c in cases],
-              "runs": runs}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2))
+    _timing.write_report(
+        args.out, start, settings={"seed": args.seed, "limit_s": args.limit},
+        cases=[{"label": c.label, "eps": c.eps, "delta": c.delta, "rows": c.rows,
+                "smartnoise": c.peer_args, "dpbench": c.child_args,
+                "tv_marginals": {k: len(m) for k, m in c.tv_marginals.items()}}
+               for c in cases],
+        runs=runs)
     print(table(runs, args.limit))
     print(f"written {args.out}")
 

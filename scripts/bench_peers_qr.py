@@ -45,12 +45,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from _timing import run_limited  # noqa: E402
+from _timing import ensure_venv, run_limited, sitting, write_report  # noqa: E402
 
 PEER_VENV = ROOT / ".bench-peers-qr-venv"
 PEER_SCRIPT = ROOT / "scripts" / "bench_peers_qr_authors.py"
@@ -100,21 +97,6 @@ def checkout_problem(path: str | None) -> str | None:
         return (f"{path} is not a checkout of terranceliu/iterative-dp (no "
                 f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): {CLONE}")
     return None
-
-
-def ensure_peer_venv() -> Path:
-    """The peer environment's python, created (a few minutes) if missing."""
-    python = PEER_VENV / "bin" / "python"
-    if python.exists():
-        return python
-    print(f"creating {PEER_VENV} (once; a few minutes)", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
-    pip = [str(python), "-m", "pip", "install", "--quiet"]
-    subprocess.run([*pip, *PEER_PINS], check=True)
-    # rdt 0.4.0 declares Python < 3.9 and pandas < 1.1.5; the one class their GEM uses
-    # (OneHotEncodingTransformer.fit: pd.get_dummies) runs on the pandas above
-    subprocess.run([*pip, "--no-deps", "--ignore-requires-python", PEER_RDT], check=True)
-    return python
 
 
 def settings(method: str, overrides: dict[str, dict[str, int]]) -> dict[str, Any]:
@@ -213,7 +195,10 @@ def main() -> None:
              if d == "qr_adult_reduced" or m not in HISTOGRAM]
     if not cases:
         ap.error("nothing to run: MWEM and PEP run on qr_adult_reduced only")
-    python = ensure_peer_venv()
+    # rdt 0.4.0 declares Python < 3.9 and pandas < 1.1.5; the one class their GEM uses
+    # (OneHotEncodingTransformer.fit: pd.get_dummies) runs on the pandas pinned here
+    python = ensure_venv(PEER_VENV, PEER_PINS,
+                         ["--no-deps", "--ignore-requires-python", PEER_RDT])
     guess = [EXPECTED_S.get((side, m, d)) for m, d, _ in cases for side in ("authors",
                                                                             "dpbench")]
     total = sum(args.limit if g is None else min(g, args.limit) for g in guess)
@@ -226,8 +211,7 @@ def main() -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     work = Path(tempfile.mkdtemp(prefix="bench_peers_qr_"))
-    started = datetime.now(UTC).isoformat(timespec="seconds")
-    load = os.getloadavg()
+    start = sitting()
     runs = []
     for i, (method, dataset, eps) in enumerate(cases):
         params = settings(method, overrides)
@@ -244,14 +228,9 @@ def main() -> None:
             print(describe(res, args.limit), flush=True)
             runs.append(res)
         shutil.rmtree(work / f"run{i}", ignore_errors=True)     # GEM's pickles: ~10 MB a round
-    report = {"started": started, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
-              "load_avg_start": load, "load_avg_end": os.getloadavg(),
-              "settings": {"seed": args.seed, "limit_s": args.limit,
-                           "methods": {m: settings(m, overrides) for m in args.methods}},
-              "runs": runs}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2))
+    write_report(args.out, start, runs=runs,
+                 settings={"seed": args.seed, "limit_s": args.limit,
+                           "methods": {m: settings(m, overrides) for m in args.methods}})
     print(table(runs, args.limit))
     print(f"written {args.out}")
 
