@@ -75,9 +75,9 @@ METHODS = ("mwem", "pep", "gem", "rap")
 HISTOGRAM = ("mwem", "pep")              # the paper runs them on ADULT (reduced) only
 #: dpbench yaml parameter -> the authors' runner flag
 FLAGS = {"T": "--T", "K": "--K", "lr": "--lr", "max_iters": "--max-iters", "alpha": "--alpha"}
-#: seconds per run (the CPU seconds measured 2026-11-27, docs/speed.md; wall time on a busy
-#: machine is longer), for the estimate printed before starting; a case without a figure
-#: counts as its whole limit
+#: seconds per run at the yaml's T (and K) (the CPU seconds measured 2026-11-27,
+#: docs/speed.md; wall time on a busy machine is longer), for the estimate printed before
+#: starting; a case without a figure counts as its whole limit
 EXPECTED_S = {("authors", "mwem", "qr_adult_reduced"): 20.0,
               ("dpbench", "mwem", "qr_adult_reduced"): 6.0,
               ("authors", "pep", "qr_adult_reduced"): 50.0,
@@ -108,6 +108,11 @@ def settings(method: str, overrides: dict[str, dict[str, int]]) -> dict[str, Any
     if method == "rap":
         params["rho_conversion"] = "bun_steinke"          # rap.py's get_rho
     return params
+
+
+def rounds(params: dict[str, Any]) -> int:
+    """Selections a run makes: T, times K for RAP."""
+    return int(params["T"]) * int(params.get("K", 1))
 
 
 def peer_flags(method: str, params: dict[str, Any]) -> list[str]:
@@ -199,8 +204,10 @@ def main() -> None:
     # (OneHotEncodingTransformer.fit: pd.get_dummies) runs on the pandas pinned here
     python = ensure_venv(PEER_VENV, PEER_PINS,
                          ["--no-deps", "--ignore-requires-python", PEER_RDT])
-    guess = [EXPECTED_S.get((side, m, d)) for m, d, _ in cases for side in ("authors",
-                                                                            "dpbench")]
+    # a figure is for the yaml's T x K; another scales it (rounds cost about the same)
+    scale = {m: rounds(settings(m, overrides)) / rounds(settings(m, {})) for m in args.methods}
+    guess = [EXPECTED_S[side, m, d] * scale[m] if (side, m, d) in EXPECTED_S else None
+             for m, d, _ in cases for side in ("authors", "dpbench")]
     total = sum(args.limit if g is None else min(g, args.limit) for g in guess)
     for m in dict.fromkeys(m for m, _, _ in cases):
         print(f"{m}: {json.dumps(settings(m, overrides))}")
@@ -228,6 +235,7 @@ def main() -> None:
             print(describe(res, args.limit), flush=True)
             runs.append(res)
         shutil.rmtree(work / f"run{i}", ignore_errors=True)     # GEM's pickles: ~10 MB a round
+    shutil.rmtree(work, ignore_errors=True)
     write_report(args.out, start, runs=runs,
                  settings={"seed": args.seed, "limit_s": args.limit,
                            "methods": {m: settings(m, overrides) for m in args.methods}})
