@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 DPB    := $(VENV)/bin/dpbench
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lock slurm-local browser demo test smoke figures site lint bench bench-peers
+.PHONY: install lock slurm-local browser demo test smoke figures site lint bench bench-peers bench-peers-qr
 
 install: $(STAMP)   ## virtualenv with every dependency (torch pinned to the 2.13.0 CPU build)
 
@@ -69,3 +69,9 @@ bench: install      ## speed benchmarks (ratios against an in-process baseline)
 
 bench-peers: install   ## dpbench's AIM vs smartnoise-synth's, same Adult, eps 0.1 and 1 (own venv .bench-peers-venv; prints its expected duration, ~40 min on 2 idle cores); BENCH_PEERS_ARGS="--exrisk mpdp_heart mpdp_compas --eps 1" for the excess-risk paper's 4-way fits
 	$(PY) scripts/bench_peers.py $(BENCH_PEERS_ARGS)
+
+# PEER_QR: the user's checkout of the query-release paper's code (git clone
+# https://github.com/terranceliu/iterative-dp); without it the script says how to get it
+PEER_QR ?=
+bench-peers-qr: install   ## dpbench's MWEM, PEP, GEM, RAP vs the authors' code (PEER_QR=checkout; own venv .bench-peers-qr-venv; prints its expected duration); BENCH_PEERS_QR_ARGS="--methods rap --eps 1 --limit 600"
+	$(PY) scripts/bench_peers_qr.py $(if $(PEER_QR),--checkout $(PEER_QR),) $(BENCH_PEERS_QR_ARGS)

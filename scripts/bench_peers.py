@@ -44,14 +44,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import _timing  # noqa: E402
 from bench_aim import load_train, method_settings  # noqa: E402
 
 from dpbench.methods.marginals.data import checked_codes, data_marginal  # noqa: E402
@@ -144,50 +142,11 @@ def exrisk_case(dataset: str, profile: str, eps: float) -> Case:
                 {2: all_kway(attrs, 2), 3: all_kway(attrs, 3), degree: workload})
 
 
-def ensure_peer_venv() -> Path:
-    """The peer environment's python, created (a few minutes, from PyPI) if missing."""
-    python = PEER_VENV / "bin" / "python"
-    if python.exists():
-        return python
-    print(f"creating {PEER_VENV} with {PEER_PIN} (once; a few minutes)", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
-    pip = [str(python), "-m", "pip", "install", "--quiet"]
-    subprocess.run([*pip, "--no-deps", PEER_PIN], check=True)
-    subprocess.run([*pip, *PEER_DEPS], check=True)
-    return python
-
-
 def run_limited(cmd: list[str], limit_s: float, env: dict[str, str]) -> dict[str, object]:
-    """Run ``cmd``; wall seconds, peak RSS (MB, getrusage of that child), its last stdout
-    line parsed as JSON, and status ok / failed / timeout (killed after ``limit_s``)."""
-    out = tempfile.TemporaryFile(mode="w+")
-    err = tempfile.TemporaryFile(mode="w+")
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=ROOT)
-    status = None
-    while True:
-        pid, code, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            status = "ok" if os.waitstatus_to_exitcode(code) == 0 else "failed"
-            break
-        if time.perf_counter() - t0 > limit_s:
-            proc.kill()
-            _, code, usage = os.wait4(proc.pid, 0)
-            status = "timeout"
-            break
-        time.sleep(0.2)
-    proc.returncode = os.waitstatus_to_exitcode(code)
-    wall = time.perf_counter() - t0
-    out.seek(0)
-    err.seek(0)
-    lines = [ln for ln in out.read().splitlines() if ln.startswith("{")]
-    result = {"status": status, "wall_s": wall, "peak_mb": usage.ru_maxrss / 1024}
-    errors = err.read()
-    if status == "ok" and lines:
-        result.update(json.loads(lines[-1]))
-    elif status == "failed":
-        result["error"] = errors[-2000:]
-    elif "] fit started" in errors:   # how far a stopped peer run got: its timed
+    """Run ``cmd`` (``_timing.run_limited``: status, wall, CPU, peak RSS, its JSON line);
+    for a stopped smartnoise run, how far it got."""
+    result, errors = _timing.run_limited(cmd, limit_s, env, ROOT)
+    if result["status"] == "timeout" and "] fit started" in errors:   # its timed
         # "[t s] Selected" lines (scripts/bench_peers_smartnoise.py)
         done = re.findall(r"^\[([0-9.]+) s\] Selected", errors, flags=re.M)
         result["rounds_done"] = len(done)
@@ -303,7 +262,7 @@ def main() -> None:
     if not args.limit > 0:
         ap.error(f"--limit {args.limit}: must be > 0 seconds")
 
-    python = ensure_peer_venv()
+    python = _timing.ensure_venv(PEER_VENV, ["--no-deps", PEER_PIN], PEER_DEPS)
     cases = ([exrisk_case(d, prof, e) for d in args.exrisk for prof in args.profile
               for e in args.eps] if args.exrisk else [adult_case(e, args) for e in args.eps])
     seconds, known = estimate_s(cases, args.limit, args.warm)
@@ -316,8 +275,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench_peers_"))
     cache = work / "cache"                         # empty: dpbench's first process is cold
     env = {**os.environ, "DPBENCH_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
-    started = datetime.now(UTC).isoformat(timespec="seconds")
-    load = os.getloadavg()
+    start = _timing.sitting()
     runs = []
     for case in cases:
         data = work / f"{case.key}.csv"
@@ -347,17 +305,13 @@ def main() -> None:
                                      for k, m in case.tv_marginals.items()) / count
             print(_describe(res, args.limit), flush=True)
             runs.append(res)
-    report = {"started": started, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
-              "load_avg_start": load, "load_avg_end": os.getloadavg(),
-              "settings": {"seed": args.seed, "limit_s": args.limit},
-              "cases": [{"label": c.label, "eps": c.eps, "delta": c.delta, "rows": c.rows,
-                         "smartnoise": c.peer_args, "dpbench": c.child_args,
-                         "tv_marginals": {k: len(m) for k, m in c.tv_marginals.items()}}
-                        for c in cases],
-              "runs": runs}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2))
+    _timing.write_report(
+        args.out, start, settings={"seed": args.seed, "limit_s": args.limit},
+        cases=[{"label": c.label, "eps": c.eps, "delta": c.delta, "rows": c.rows,
+                "smartnoise": c.peer_args, "dpbench": c.child_args,
+                "tv_marginals": {k: len(m) for k, m in c.tv_marginals.items()}}
+               for c in cases],
+        runs=runs)
     print(table(runs, args.limit))
     print(f"written {args.out}")
 
