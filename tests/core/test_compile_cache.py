@@ -291,6 +291,7 @@ def _cli_run(results: Path, site: Path, n_jobs: int) -> list[list]:
     proc = run_cli(*_AIM_GRID, f"runner.n_jobs={n_jobs}", f"results_dir={results}",
                    env={"PYTHONHASHSEED": None, "PYTHONPATH": f"{site}:{REPO}",
                         compile_cache.ROOT_ENV: None, compile_cache.SWITCH_ENV: None,
+                        compile_cache.PIN_ENV: None,        # its own results cache
                         compile_cache.XLA_THREADS_ENV: None})
     assert proc.returncode == 0 and "ok 1" in proc.stdout, proc.stdout + proc.stderr[-3000:]
     return [json.loads(line) for line in log.read_text().splitlines()]
