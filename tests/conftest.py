@@ -89,9 +89,16 @@ def pytest_configure(config: pytest.Config) -> None:
     bit-identity); the tests that check the cache itself set their own fresh folder
     (``DPBENCH_CACHE_DIR`` in their processes, ``PIN_ENV`` removed where they go through
     ``use_root``). A cache the user pinned is kept. Also keeps in-process fits from writing
-    into the checkout's ``results/cache``."""
+    into the checkout's ``results/cache``.
+
+    The processes started from here (xdist workers, CLI runs) get ``PYTHONHASHSEED`` = 0
+    unless it is set (compile_cache.pin_hash_seed, as every ``dpbench`` command does for its
+    own processes): the keys of mbi's programs depend on the hash seed, so with a random
+    seed per worker the workers would not find each other's AIM/MST programs. The tests that
+    need an unset or another seed pass their own in their processes' environment."""
     from dpbench import compile_cache
 
+    compile_cache.pin_hash_seed()
     if os.environ.get(compile_cache.PIN_ENV):      # the user's, or inherited by a worker
         os.environ[compile_cache.ROOT_ENV] = os.environ[compile_cache.PIN_ENV]
         return
