@@ -125,7 +125,7 @@ def _group(config: pytest.Config, item: pytest.Item, group: str) -> None:
     gw1, each building the fixture); here the id gets the suffix that xdist's scheduler
     reads. Older pytest (no ``_id``): xdist's own hook does it."""
     item.add_marker(pytest.mark.xdist_group(group))
-    if config.getvalue("loadgroup") and hasattr(item, "_id"):
+    if getattr(config.option, "loadgroup", False) and hasattr(item, "_id"):   # xdist worker
         from _pytest.nodeid import NodeId
 
         item._id = NodeId.parse(f"{item.nodeid}@{group}")
