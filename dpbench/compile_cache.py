@@ -12,6 +12,9 @@ Where: ``<root>/jax`` with root = ``$DPBENCH_CACHE_DIR``, else the repository's
 ``results/cache``. The runner points it at ``<results_dir>/cache`` for every trial
 (:func:`use_root`, called in ``execute.run_trial``), which sets the variable too, so
 processes started from a worker inherit it. ``DPBENCH_JAX_CACHE=off`` turns the cache off.
+``DPBENCH_PROGRAM_CACHE_DIR`` pins it: when set, the programs stay in that folder for every
+trial whatever its results folder (one cache for several results folders, e.g. a test
+session whose runs each write to their own temporary results folder: tests/conftest.py).
 
 How much: at most ``DPBENCH_CACHE_MAX_MB`` (default :data:`DEFAULT_MAX_MB`; ``unlimited``
 for no cap) for the compiled programs here and program_store.py's traced ones together
@@ -64,6 +67,8 @@ from dpbench import cache_check
 
 ROOT_ENV = "DPBENCH_CACHE_DIR"
 SWITCH_ENV = "DPBENCH_JAX_CACHE"
+#: a cache root that :func:`use_root` keeps whatever results folder a trial names
+PIN_ENV = "DPBENCH_PROGRAM_CACHE_DIR"
 
 #: every program is cached, however fast it compiled: AIM compiles one program per model
 #: structure and many are under JAX's default 1 s threshold, yet together they dominate.
@@ -206,8 +211,9 @@ def configure() -> None:
 
 
 def use_root(root: str | Path) -> None:
-    """Keep compiled programs under ``<root>/jax`` in this process and those it starts."""
-    os.environ[ROOT_ENV] = str(Path(root).resolve())
+    """Keep compiled programs under ``<root>/jax`` in this process and those it starts, or
+    under ``$DPBENCH_PROGRAM_CACHE_DIR/jax`` when that is set (a pinned cache)."""
+    os.environ[ROOT_ENV] = str(Path(os.environ.get(PIN_ENV) or root).resolve())
     if "jax" in sys.modules:
         configure()
 

@@ -77,16 +77,95 @@ def figure_folder(*overrides: str) -> Path:
     return figure_dir(compose_config([o for o in overrides if not o.startswith("runner.")]))
 
 
+@pytest.hookimpl(trylast=True)      # after pytest's tmp_path set-up, which it uses
+def pytest_configure(config: pytest.Config) -> None:
+    """One JAX program cache for the whole test run: ``$DPBENCH_PROGRAM_CACHE_DIR`` (and
+    ``$DPBENCH_CACHE_DIR``) = ``<pytest's basetemp>/programs``, set in the first process
+    before pytest-xdist starts its workers, so they, the CLI processes tests start and every
+    trial of every temporary results folder (compile_cache.use_root keeps a pinned cache)
+    load what any of them compiled or traced instead of compiling it again (a Bayesian GLM
+    sampler: ~40 s of compilation per process). Sound: a loaded program is the same
+    executable, so no result depends on the cache (tests/core/test_compile_cache.py checks
+    bit-identity); the tests that check the cache itself set their own fresh folder
+    (``DPBENCH_CACHE_DIR`` in their processes, ``PIN_ENV`` removed where they go through
+    ``use_root``). A cache the user pinned is kept. Also keeps in-process fits from writing
+    into the checkout's ``results/cache``.
+
+    The processes started from here (xdist workers, CLI runs) get ``PYTHONHASHSEED`` = 0
+    unless it is set (compile_cache.pin_hash_seed, as every ``dpbench`` command does for its
+    own processes): the keys of mbi's programs depend on the hash seed, so with a random
+    seed per worker the workers would not find each other's AIM/MST programs. The tests that
+    need an unset or another seed pass their own in their processes' environment."""
+    from dpbench import compile_cache
+
+    compile_cache.pin_hash_seed()
+    if os.environ.get(compile_cache.PIN_ENV):      # the user's, or inherited by a worker
+        os.environ[compile_cache.ROOT_ENV] = os.environ[compile_cache.PIN_ENV]
+        return
+    folder = config._tmp_path_factory.getbasetemp() / "programs"   # what xdist itself uses
+    os.environ[compile_cache.PIN_ENV] = os.environ[compile_cache.ROOT_ENV] = str(folder)
+
+
+#: Tests that run the same expensive JAX programs, by a word of their node id: under
+#: pytest-xdist the slow ones among them run on one worker, one after the other, so a
+#: program traced and compiled for one test is reused by the next from the process's memory
+#: (the Bayesian GLM's samplers: dpbench.methods.bayes.sampling._PROGRAMS, keyed by model,
+#: settings and shapes; the contract test, the privacy audit and the smoke runs fit the same
+#: yamls on the same cells). The persistent cache (pytest_configure) saves only the XLA
+#: compile; this saves the tracing too (~20 s a sampler). Sound: the same program gives the
+#: same draws whichever test compiled it; only where the tests run changes.
+SHARED_PROGRAMS = ("bayesglm",)
+
+
+def _group(config: pytest.Config, item: pytest.Item, group: str) -> None:
+    """Mark ``item`` for pytest-xdist's group ``group``. xdist's worker tells the scheduler
+    a test's group by appending ``@group`` to its node id (``item._nodeid``), which pytest
+    9.2 no longer reads (its node id is the structured ``item._id``: pytest-xdist issue
+    1386), so no test was grouped (checked: two tests of one module fixture ran on gw0 and
+    gw1, each building the fixture); here the id gets the suffix that xdist's scheduler
+    reads. Older pytest (no ``_id``): xdist's own hook does it."""
+    item.add_marker(pytest.mark.xdist_group(group))
+    if getattr(config.option, "loadgroup", False) and hasattr(item, "_id"):   # xdist worker
+        from _pytest.nodeid import NodeId
+
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")
+
+
+def _module_group(item: pytest.Item) -> str | None:
+    """The item's module when it uses a module- or session-scoped fixture of that module."""
+    info = getattr(item, "_fixtureinfo", None)
+    module = item.nodeid.split("::")[0]
+    if info is not None and any(defs and defs[-1].scope in ("module", "session")
+                                and defs[-1].baseid == module
+                                for defs in info.name2fixturedefs.values()):
+        return module
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``make test``: ``-n 2 --dist loadgroup``), the tests of a module
     that share a module- or session-scoped fixture of that module run on one worker, so the
     fixture (a smoke run, the SLURM cluster, a browser) is built once and never twice at
-    the same time; every other test is balanced freely."""
+    the same time, and so do the slow tests of one :data:`SHARED_PROGRAMS` word (with the
+    module groups they belong to); every other test is balanced freely.
+
+    The order: xdist hands out the groups first (largest first), then single tests in
+    collection order, one at a time to whichever worker is free; so the slow single tests
+    (``@pytest.mark.slow``) are moved to the front, longest-first scheduling: a minute-long
+    test started last keeps one worker busy while the other has nothing left. Only under
+    xdist, and never inside a group: a module's fixture-sharing tests stay together."""
+    module_of = {item.nodeid: _module_group(item) for item in items}
+    shared_of = {item.nodeid: next((w for w in SHARED_PROGRAMS if w in item.nodeid), None)
+                 for item in items if item.get_closest_marker("slow")}
+    merged = {module_of[n]: w for n, w in shared_of.items() if w and module_of[n]}
     for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        module = item.nodeid.split("::")[0]
-        if info is None:
-            continue
-        if any(defs and defs[-1].scope in ("module", "session") and defs[-1].baseid == module
-               for defs in info.name2fixturedefs.values()):
-            item.add_marker(pytest.mark.xdist_group(module))
+        group = shared_of.get(item.nodeid) or merged.get(module_of[item.nodeid]) \
+            or module_of[item.nodeid]
+        if group:
+            _group(config, item, group)
+    if hasattr(config, "workerinput"):      # an xdist worker: its order is the one used
+        single_slow = [bool(item.get_closest_marker("slow"))
+                       and not item.get_closest_marker("xdist_group") for item in items]
+        order = sorted(range(len(items)), key=lambda i: not single_slow[i])   # stable
+        items[:] = [items[i] for i in order]

@@ -222,6 +222,7 @@ def test_use_root_moves_the_cache_of_this_process(tmp_path, monkeypatch):
 
     before = (os.environ.get(compile_cache.ROOT_ENV), os.environ.get(compile_cache.SWITCH_ENV))
     monkeypatch.delenv(compile_cache.SWITCH_ENV, raising=False)
+    monkeypatch.delenv(compile_cache.PIN_ENV, raising=False)   # the test session pins one
     try:
         compile_cache.use_root(tmp_path / "results" / "cache")
         assert os.environ[compile_cache.ROOT_ENV] == str(tmp_path / "results" / "cache")
@@ -290,6 +291,7 @@ def _cli_run(results: Path, site: Path, n_jobs: int) -> list[list]:
     proc = run_cli(*_AIM_GRID, f"runner.n_jobs={n_jobs}", f"results_dir={results}",
                    env={"PYTHONHASHSEED": None, "PYTHONPATH": f"{site}:{REPO}",
                         compile_cache.ROOT_ENV: None, compile_cache.SWITCH_ENV: None,
+                        compile_cache.PIN_ENV: None,        # its own results cache
                         compile_cache.XLA_THREADS_ENV: None})
     assert proc.returncode == 0 and "ok 1" in proc.stdout, proc.stdout + proc.stderr[-3000:]
     return [json.loads(line) for line in log.read_text().splitlines()]
@@ -404,3 +406,25 @@ def test_one_xla_thread_makes_results_independent_of_the_core_count():
     with compile_cache.pin_xla_threads, as in every trial process, the bits are equal."""
     assert _xla_sum(one_core=True, pinned=False) != _xla_sum(one_core=False, pinned=False)
     assert _xla_sum(one_core=True, pinned=True) == _xla_sum(one_core=False, pinned=True)
+
+
+def test_a_pinned_cache_stays_whatever_the_results_folder(tmp_path, monkeypatch):
+    """``DPBENCH_PROGRAM_CACHE_DIR`` set: use_root (every trial) keeps the programs there."""
+    import jax
+
+    before = os.environ.get(compile_cache.ROOT_ENV)
+    monkeypatch.delenv(compile_cache.SWITCH_ENV, raising=False)
+    monkeypatch.setenv(compile_cache.PIN_ENV, str(tmp_path / "pinned"))
+    try:
+        compile_cache.use_root(tmp_path / "results" / "cache")
+        assert os.environ[compile_cache.ROOT_ENV] == str(tmp_path / "pinned")
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "pinned" / "jax")
+        monkeypatch.setenv(compile_cache.PIN_ENV, "")              # empty: not pinned
+        compile_cache.use_root(tmp_path / "results" / "cache")
+        assert os.environ[compile_cache.ROOT_ENV] == str(tmp_path / "results" / "cache")
+    finally:
+        if before is None:
+            os.environ.pop(compile_cache.ROOT_ENV, None)
+        else:
+            os.environ[compile_cache.ROOT_ENV] = before
+        compile_cache.configure()

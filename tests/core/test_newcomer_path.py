@@ -12,6 +12,7 @@ import re
 import shlex
 from pathlib import Path
 
+import pytest
 from conftest import REPO, run_cli
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -42,6 +43,7 @@ def test_the_readme_names_five_commands_after_the_demo() -> None:
     assert [c[0] for c in demo_commands()] == ["run", "figures"]
 
 
+@pytest.mark.slow   # ~60 s on CI: scheduled first (tests/conftest.py)
 def test_demo_then_the_readmes_next_five_commands(tmp_path: Path) -> None:
     results = f"results_dir={tmp_path / 'results'}"
     for argv in demo_commands():

@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from conftest import REPO, dpbench_cmd, run_cli, stored_metrics, stored_records
 
 # the data-independent methods only: AIM-based ones (ddssp, aim_synth) have their own tests
@@ -16,6 +17,7 @@ BASELINES = "methods=[public,ssp,adassp]"
 GRID = ["experiment=linreg_adult", BASELINES, "runner.progress=false", "runner.n_jobs=1"]
 
 
+@pytest.mark.slow   # ~80 s on CI: scheduled first (tests/conftest.py)
 def test_kill_minus_9_then_resume_gives_exact_grid_and_identical_figure(tmp_path: Path) -> None:
     killed, clean = tmp_path / "killed", tmp_path / "clean"
     proc = subprocess.Popen(dpbench_cmd("run", *GRID, f"results_dir={killed}"), cwd=REPO,
