@@ -171,6 +171,21 @@ def run_local(specs: Sequence[TrialSpec], store_root: str, *, n_jobs: int = 1,
     return counts
 
 
+#: a ``PYTHONWARNINGS`` entry for the notes loky's resource tracker (a process started with
+#: this environment) prints at exit after workers were stopped abruptly (a full disk,
+#: SIGTERM): "resource_tracker: There appear to be 1 leaked semlock objects to clean up",
+#: which it then cleans up itself. Printed after the run's one-line message, they would
+#: bury it (seen under load in tests/core/test_disk_full.py's real full tmpfs).
+TRACKER_NOTES = "ignore:resource_tracker:UserWarning"
+
+
+def quiet_resource_tracker() -> None:
+    """Add :data:`TRACKER_NOTES` to ``PYTHONWARNINGS`` (kept: whatever the user set there)."""
+    current = os.environ.get("PYTHONWARNINGS", "")
+    if TRACKER_NOTES not in current.split(","):
+        os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [current, TRACKER_NOTES]))
+
+
 def _round(specs: Sequence[TrialSpec], store_root: str, n_jobs: int, trace_memory: bool,
            since: float) -> Iterator[tuple[str, str]]:
     """One pass over ``specs``: (key, outcome) as each trial ends, in this process or in
@@ -181,6 +196,7 @@ def _round(specs: Sequence[TrialSpec], store_root: str, n_jobs: int, trace_memor
         return
     compile_cache.pin_hash_seed()   # workers inherit it: one hash seed, cache keys found again
     compile_cache.pin_xla_threads()  # one XLA thread per worker: n workers, n cores
+    quiet_resource_tracker()
     # defer: a worker that needs a shared artifact another worker is building (e.g. a
     # release or a public pre-training) takes the next trial instead of waiting on the lock
     results = Parallel(n_jobs=n_jobs, return_as="generator_unordered", batch_size=1,
