@@ -25,6 +25,7 @@ from typing import Any
 
 from dpbench.checksum import replace_file
 from dpbench.roots import paper_dir
+from dpbench.runner.cost import record_mem_mb, record_seconds
 from dpbench.runner.grid import ConfigError
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import OK, is_number
@@ -91,14 +92,13 @@ def machine_text() -> str:
 
 def reference_line(record: Mapping[str, Any], machine: str) -> dict[str, Any]:
     """One ok store record as a reference line (its spec, seconds, memory, size)."""
-    timing = record.get("timing") or {}
-    wall = float(sum(v for v in timing.values() if is_number(v)))
+    wall = record_seconds(record)
     cpu = record.get("cpu_s")
     return {"key": record["key"], "spec": record["spec"],
             "seconds": round(float(cpu) if is_number(cpu) else wall, 3),
             "seconds_are": "cpu" if is_number(cpu) else "wall",
             "wall_s": round(wall, 3),
-            "peak_rss_mb": record.get("peak_rss_mb") or record.get("maxrss_mb"),
+            "peak_rss_mb": record_mem_mb(record),
             "n_train": int(record["n_train"]), "d": int(record["d"]),
             "commit": record.get("commit"), "finished_at": record.get("finished_at", ""),
             "machine": machine}
