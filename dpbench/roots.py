@@ -2,7 +2,7 @@
 
 ``DPBENCH_PATH`` (os.pathsep-separated directories) adds roots, each of which may hold
 ``conf/<group>/*.yaml`` (datasets, methods, experiments, figures) and
-``papers/<paper>/`` (numbers.csv, claims.yaml, README.md). A paper, a method yaml or an
+``papers/<paper>/`` (numbers.csv, claims.yaml, README.md, costs.jsonl). A paper, a method yaml or an
 experiment can so live outside the repository with no change to dpbench's code (the toy
 paper test does exactly that). The repository comes first: an extra root cannot shadow a
 name that dpbench already ships.
