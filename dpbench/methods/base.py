@@ -15,6 +15,11 @@ in one line; tests/contracts runs every method yaml on a dataset it serves):
   replaced, n public: e.g. the Bayesian GLM release, PATE, the query-release template).
   Guarantees under the two relations are not interchangeable (replace-one eps-DP is at
   most 2 eps add/remove-DP), so every trial records it and the report shows it;
+- ``relations``: the relations the class has its own analysis for, chosen by its
+  ``relation`` parameter (empty: ``neighbours`` only). A comparison stated under another
+  relation than a method's ``neighbours`` runs that analysis where the class has one
+  (e.g. the marginal mechanisms at the replace-one sensitivities), else group privacy
+  (``dpbench/privacy/relations.py``);
 - ``noiseless_info``: ``info`` keys that are statistics of the private rows without noise
   (paper diagnostics), marked wherever shown; no other key may be one;
 - ``serves``: the task names it can be scored by (``dpbench.tasks.TASKS``);
@@ -60,6 +65,8 @@ class Method(ABC):
     private: ClassVar[bool] = True
     #: the neighbouring relation the guarantee is stated for (NEIGHBOUR_RELATIONS)
     neighbours: ClassVar[str] = "add_remove"
+    #: relations with their own analysis, chosen by a ``relation`` parameter (() : none)
+    relations: ClassVar[tuple[str, ...]] = ()
     #: tasks it serves
     serves: ClassVar[frozenset[str]] = frozenset()
     #: data capabilities it needs (dpbench.data.CAPABILITIES)

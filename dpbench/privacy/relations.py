@@ -14,7 +14,9 @@ runs at the budget that makes that derived guarantee the cell's (epsilon, delta)
   approximate form follows by induction) and pure eps-DP k eps. This is the only analysis
   applied generically: it is tight for some mechanisms and loose for others (a histogram's
   replace-one L2 sensitivity is sqrt(2), not 2), so a method with a tighter replace-one
-  analysis should declare it natively; every record of a converted cell says ``group_k``.
+  analysis declares it natively (``Method.relations``: the grid then runs the method's own
+  analysis for the cell's relation instead); every record of a converted cell says
+  ``group_k``.
 - replace-one -> add/remove: no implication (a replace-one mechanism may publish n
   exactly), so such a cell cannot run under add/remove; :func:`group_size` returns None and
   the grid reports the reason.
@@ -44,6 +46,20 @@ def group_size(native: str, relation: str) -> int | None:
     if native == relation:
         return 1
     return 2 if native == "add_remove" else None
+
+
+def histogram_sensitivity(relation: str) -> tuple[float, float]:
+    """(L1, L2) sensitivity of a count table (a marginal) to one record under ``relation``.
+
+    Each record adds 1 to one cell. Adding or removing a record moves one cell by 1 (L1 = L2
+    = 1); replacing it moves one cell down by 1 and another up by 1 (L1 2, L2 sqrt(2); 0 when
+    both rows fall in the same cell). An L1 distance of the table to a fixed table (AIM's and
+    MST's selection scores) moves by at most the L1 sensitivity. Under replace-one the
+    Gaussian measurement of a marginal thus costs 2x its add/remove zCDP, where group
+    privacy charges 4x (the AIM and MST papers analyse the add/remove case only)."""
+    if check_relation(relation) == "add_remove":
+        return 1.0, 1.0
+    return 2.0, math.sqrt(2.0)
 
 
 def _geometric(eps: float, k: int) -> float:

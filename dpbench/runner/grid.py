@@ -537,15 +537,15 @@ def expand_cells(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
                                    m.params(profile), d.params(profile))
             if problem is None:
                 problem = params_mismatch(TASKS[task], m, profile, task_params[d.name])
-            cell_relation = None
+            cell_relation, mparams = None, m.params(profile)
             if problem is None and relation is not None:
-                problem, cell_relation = relation_problem(m.entry, m.params(profile), relation)
+                problem, cell_relation, mparams = relation_problem(m.entry, mparams, relation)
             if problem and not arena:
                 raise ConfigError(f"cannot run {m.id} on {d.id} for task {task}: {problem}")
             if problem:
                 refused.append(RefusedCell(d.id, m.id, problem))
             else:
-                cells.append((d, m, cell_relation))
+                cells.append((d, m, cell_relation, mparams))
 
     size = len(cells) * len(epsilons) * trials
     if size > MAX_GRID_TRIALS:
@@ -554,8 +554,8 @@ def expand_cells(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
                           f"{MAX_GRID_TRIALS:,} one command expands; lower trials=, epsilons= "
                           "or the sweeps, or split the grid")
     specs = []
-    for d, m, cell_relation in cells:
-        dparams, mparams = d.params(profile), m.params(profile)
+    for d, m, cell_relation, mparams in cells:
+        dparams = d.params(profile)
         for eps in epsilons:
             for t in range(trials):
                 specs.append(TrialSpec(
@@ -596,17 +596,23 @@ def native_relation(entry: Mapping[str, Any], params: Mapping[str, Any]) -> str:
         return str(cls.neighbours)
 
 
-def relation_problem(entry: Mapping[str, Any], params: Mapping[str, Any],
-                     relation: str) -> tuple[str | None, str | None]:
+def relation_problem(entry: Mapping[str, Any], params: Mapping[str, Any], relation: str
+                     ) -> tuple[str | None, str | None, dict[str, Any]]:
     """(why the method cannot be stated under ``relation``, or None; the spec's
     ``relation``: None when it is the method's own, so the trial is the one a paper's
-    experiment runs)."""
+    experiment runs; the method's parameters). A method whose class has its own analysis
+    for ``relation`` (``Method.relations``) runs it, its parameters gaining ``relation``;
+    otherwise a guarantee under its native relation is converted (group privacy)."""
+    from dpbench.runner.execute import import_object
+
     native = native_relation(entry, params)
+    if native != relation and relation in import_object(entry["_target_"]).relations:
+        return None, None, {**params, "relation": relation}
     k = group_size(native, relation)
     if k is None:
         return (f"its guarantee is for {native} neighbours (n public), which implies none "
-                f"under {relation}"), None
-    return None, (relation if k > 1 else None)
+                f"under {relation}"), None, dict(params)
+    return None, (relation if k > 1 else None), dict(params)
 
 
 #: what a method yaml's ``arena:`` key may say: the role it plays on every arena board

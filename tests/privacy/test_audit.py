@@ -83,16 +83,16 @@ PRIVATE = [m for m in choices("method") if _private(m)]
 AUDITED = [m for m in PRIVATE if m not in PENDING]
 
 
-def fit_recorded(method: str) -> tuple[list[Draw], Accountant, Any]:
-    """Fit ``method``'s smoke profile on its smoke cell under a fresh ledger, recording
-    every draw; returns (trace, ledger, fitted method: its ``neighbours`` may refine its
-    class's, as DP-SGD's sampler does)."""
+def fit_recorded(method: str, **extra: Any) -> tuple[list[Draw], Accountant, Any]:
+    """Fit ``method``'s smoke profile (with ``extra`` parameters) on its smoke cell under a
+    fresh ledger, recording every draw; returns (trace, ledger, fitted method: its
+    ``neighbours`` may refine its class's, as DP-SGD's sampler does)."""
     me = load_entry("method", method)
     cls = import_object(me["_target_"])
     task, dataset = smoke_cell(method)
     split = smoke_split(dataset, task)
     ledger = Accountant(EPSILON, DELTA, currency=cls.accounting)
-    model = cls(**_merged_params(me, "smoke"))
+    model = cls(**{**_merged_params(me, "smoke"), **extra})
     with draws.recording() as trace:
         model.fit(split.train, ledger, np.random.default_rng(FIT_SEED))
     return trace, ledger, model
@@ -150,6 +150,40 @@ def test_method_yaml_costs_what_its_ledger_says(method: str) -> None:
         return
     assert not problems, f"{method}: {problems}"
     check_second_opinions(trace, model.accounting, DELTA)
+
+
+#: one yaml per (class, mechanism) whose class has its own analysis for another relation
+#: (``Method.relations``): audited again under each such relation
+OTHER_RELATIONS = ("aim_tstr", "ddssp_logistic", "mst_synth", "independent")
+
+
+def _relations(method: str) -> list[str]:
+    me = load_entry("method", method)
+    cls = import_object(me["_target_"])
+    native = cls(**_merged_params(me, "smoke")).neighbours
+    return [r for r in cls.relations if r != native]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", OTHER_RELATIONS)
+def test_own_analysis_for_another_relation_costs_what_its_ledger_says(method: str) -> None:
+    """A method run under a relation it has its own analysis for (as an arena runs it):
+    its draws, all under that relation, cost what its ledger says and stay in the target."""
+    (relation,) = _relations(method)
+    trace, ledger, model = fit_recorded(method, relation=relation)
+    assert model.neighbours == relation
+    assert not audit(trace, ledger.summary(), relation, bool(ledger.charges))
+    check_second_opinions(trace, model.accounting, DELTA)
+
+
+def test_every_class_with_its_own_other_relation_is_audited_under_it() -> None:
+    """Each class that declares another relation's analysis has a yaml in OTHER_RELATIONS
+    (so a new one cannot escape), and a relation it does not declare is refused."""
+    with_other = {load_entry("method", m)["_target_"] for m in AUDITED if _relations(m)}
+    covered = {load_entry("method", m)["_target_"] for m in OTHER_RELATIONS}
+    assert with_other == covered, with_other ^ covered
+    with pytest.raises(ValueError, match="relation='swap' unknown; valid: add_remove"):
+        fit_recorded("independent", relation="swap")
 
 
 def test_every_private_method_yaml_is_audited() -> None:

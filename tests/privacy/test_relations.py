@@ -84,9 +84,16 @@ def test_arena_states_one_relation_and_keeps_shared_cells() -> None:
     by_method = {s.method: s for s in specs}
     # native replace-one generators: the paper's own trial (no relation in the key)
     assert by_method["mwem"].relation is None and "relation" not in by_method["mwem"].identity()
-    # add/remove AIM: converted, and the key says so
-    assert by_method["aim_tstr"].relation == "replace_one"
-    assert by_method["aim_tstr"].identity()["relation"] == "replace_one"
+    # add/remove AIM has its own replace-one analysis: it runs it, and its key says so
+    # through its parameters (no group conversion)
+    assert by_method["aim_tstr"].relation is None
+    assert by_method["aim_tstr"].method_params["relation"] == "replace_one"
+    assert "relation" not in by_method["aim_tstr"].identity()
+    # a method with no replace-one analysis of its own is converted by group privacy
+    specs_r, _ = expand_cells(_arena("arena_regression"))
+    ssp = next(s for s in specs_r if s.method == "ssp")
+    assert ssp.relation == "replace_one" and ssp.identity()["relation"] == "replace_one"
+    assert "relation" not in ssp.method_params
     assert all(s.meta["relation"] == "replace_one" for s in specs)
 
 
@@ -97,6 +104,7 @@ def test_replace_one_methods_are_refused_under_add_remove() -> None:
     assert "implies none under add_remove" in why["mwem"]
     assert {s.method for s in specs} >= {"aim_tstr", "independent"}   # add/remove natively
     assert all(s.relation is None for s in specs)
+    assert not any("relation" in s.method_params for s in specs)   # the papers' keys
 
 
 def test_an_unknown_relation_is_one_line() -> None:
@@ -137,3 +145,32 @@ def test_converted_trials_spend_at_most_the_cell_by_their_draws(arena: str, meth
     assert indep[0] <= eps * (1 + TOL) and indep[1] <= delta * (1 + TOL), (indep, eps, delta)
     assert p["relation_epsilon"] == pytest.approx(indep[0], rel=1e-6)
     assert np.isclose(p["relation_delta"], indep[1], rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("arena,method,dataset", [
+    ("arena_classification", "aim_tstr", "mpdp_heart"),
+    ("arena_classification", "mst_synth", "mpdp_heart"),
+    ("arena_synthetic", "independent", "qr_adult_reduced"),
+])
+def test_native_replace_one_cells_spend_the_cell_at_replace_one_sensitivities(
+        arena: str, method: str, dataset: str) -> None:
+    """End to end: a marginal method in a replace-one arena runs its own replace-one
+    analysis. Every draw declares the replace-one sensitivity of a count table (L2 sqrt(2),
+    a score's L1 2 w, as tests/privacy/test_sensitivity.py checks on data), and the draws,
+    priced independently (zCDP summed, CKS'20 in mpmath), spend the cell's (eps, delta),
+    all of it, with no group conversion: group privacy would leave a quarter of the rho."""
+    spec = next(s for s in expand_cells(_arena(arena))[0]
+                if s.method == method and s.dataset == dataset)
+    assert spec.relation is None and spec.method_params["relation"] == "replace_one"
+    with draws.recording() as trace:
+        rec = execute(spec)
+    assert rec["status"] == "ok", rec.get("error")
+    p = rec["privacy"]
+    assert p["neighbours"] == "replace_one" and "group_k" not in p
+    assert trace and all(d.relation == "replace_one" for d in trace)
+    assert all(d.sensitivity == pytest.approx(math.sqrt(2), rel=1e-15)
+               for d in trace if d.mechanism == "gaussian")
+    eps, delta = spec.epsilon, p["target_delta"]
+    rho = zcdp_rho(trace)
+    assert cks_epsilon(rho, delta) <= eps * (1 + TOL)
+    assert cks_epsilon(rho, delta) >= eps * (1 - TIGHT)

@@ -4,7 +4,8 @@ Every 1-way marginal (count table) of the k attributes is measured once with the
 mechanism under zCDP, the budget rho (the ledger's) split equally: rho / k each, noise sd
 sigma = 1 / sqrt(2 rho / k). Neighbouring datasets are **add/remove** (one record added or
 removed changes one cell of each 1-way count table by 1: L2 sensitivity 1 per table), as
-MST's 1-way measurements in this repository.
+MST's 1-way measurements in this repository; ``relation="replace_one"`` measures at the
+replace-one sensitivity sqrt(2) per table (sigma = sqrt(2) / sqrt(2 rho / k)).
 
 Post-processing (no budget): each noisy table is clipped at 0 and normalised (uniform if
 nothing is left); the number of records is the noisy n (under add/remove n is private): the
@@ -21,6 +22,7 @@ from typing import Any, Self
 import numpy as np
 
 from dpbench.data.base import TabularData
+from dpbench.methods.base import NEIGHBOUR_RELATIONS
 from dpbench.methods.baselines._records import RecordsBaseline
 from dpbench.methods.marginals.data import checked_codes, data_marginal
 from dpbench.methods.marginals.noise import measure
@@ -32,6 +34,7 @@ from dpbench.methods.records import (
 )
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.gaussian import sigma_zcdp
+from dpbench.privacy.relations import check_relation, histogram_sensitivity
 
 RELATION = "add_remove"
 
@@ -49,6 +52,13 @@ class Independent(RecordsBaseline):
 
     accounting = "zcdp"
     neighbours = RELATION
+    relations = NEIGHBOUR_RELATIONS
+
+    def __init__(self, relation: str = RELATION) -> None:
+        extra = {} if check_relation(relation) == RELATION else {"relation": relation}
+        super().__init__(**extra)
+        #: the relation this instance's release is private under
+        self.neighbours = relation
 
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
         if data.discrete is None or data.domain is None:
@@ -60,13 +70,14 @@ class Independent(RecordsBaseline):
         domain = {a: int(m) for a, m in data.domain.items()}
         codes = checked_codes(data.discrete, list(domain), domain)
         rho_each = accountant.remaining() / len(domain)
-        sigma = sigma_zcdp(rho_each, 1.0)
+        l2 = histogram_sensitivity(self.neighbours)[1]
+        sigma = sigma_zcdp(rho_each, l2)
         noisy: dict[str, np.ndarray] = {}
         for a in domain:
             label = f"1-way marginal ({a})"
             accountant.charge_rho(rho_each, label)
             noisy[a] = measure(data_marginal(codes, (a,), domain), sigma, rng,
-                               sensitivity=1.0, relation=RELATION, label=label)
+                               sensitivity=l2, relation=self.neighbours, label=label)
         self.sigma_, self.noisy_ = sigma, noisy
         self.n_synthetic_ = max(1, round(noisy_total(noisy)))
         sizes = list(domain.values())

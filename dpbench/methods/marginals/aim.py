@@ -22,6 +22,11 @@ Every release is charged to the given zCDP ledger *before* it is made, so the
 ledger refuses an overspend. The workload weights are w_r = sum_s |r & s|.
 The estimator is Private-PGM (``mrf``) or, for the Fig. 6 ablation, a mixture
 of products (``mixture``, mbi.extensions.MixtureOfProductsEstimator).
+
+Under replace-one neighbours (``relation``, for a comparison stated so) the same algorithm
+runs at the replace-one sensitivities (privacy/relations.py): each measurement costs
+2 / (2 sigma^2), so sigma_0 = sqrt(2 T / (2 alpha rho)), and the scores' sensitivity is
+2 max_r w_r (the selection's charge eps^2 / 8 is unchanged).
 """
 
 from __future__ import annotations
@@ -48,11 +53,14 @@ from dpbench.methods.marginals.workloads import (
     workload_weights,
 )
 from dpbench.privacy.accountant import Accountant
+from dpbench.privacy.relations import histogram_sensitivity
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: AIM's neighbouring relation: one record added or removed (a marginal's L2 sensitivity 1)
+#: AIM's neighbouring relation in its paper: one record added or removed (a marginal's L2
+#: sensitivity 1); ``relation="replace_one"`` runs the same algorithm at the replace-one
+#: sensitivities (privacy/relations.py: L2 sqrt(2) per measurement, L1 2 per score)
 RELATION = "add_remove"
 log = logging.getLogger(__name__)
 
@@ -97,9 +105,12 @@ class _Estimator:
 
 def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Clique],
             accountant: Accountant, rng: np.random.Generator,
-            settings: AIMSettings | None = None) -> MarginalModel:
-    """Run AIM on the integer-coded ``data`` (its columns, in order, are the attributes)."""
+            settings: AIMSettings | None = None, relation: str = RELATION) -> MarginalModel:
+    """Run AIM on the integer-coded ``data`` (its columns, in order, are the attributes),
+    private under ``relation`` (a measurement costs l2^2 / (2 sigma^2) and a score's
+    sensitivity is l1 max_r w_r, with (l1, l2) the marginals' sensitivities)."""
     s = settings or AIMSettings()
+    l1, l2 = histogram_sensitivity(relation)
     if accountant.currency != "zcdp":
         raise TypeError(f"AIM composes in zCDP; got a {accountant.currency!r} ledger")
     attrs = list(data.columns)
@@ -113,7 +124,7 @@ def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Cli
     rho = accountant.remaining()
     start_spent = accountant.rho_spent
     rounds = s.total_rounds(len(attrs))
-    sigma = math.sqrt(rounds / (2 * s.alpha * rho))
+    sigma = math.sqrt(rounds * l2**2 / (2 * s.alpha * rho))
     eps = math.sqrt(8 * (1 - s.alpha) * rho / rounds)
     estimate = _Estimator(attrs, sizes, s, seed=int(rng.integers(2**31)))
 
@@ -136,8 +147,8 @@ def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Cli
     trace: list[dict[str, object]] = []
     for cl in oneway:                                              # Alg. 3
         label = f"aim:init:{'|'.join(cl)}"
-        charge(1 / (2 * sigma**2), label)
-        pooled.add(cl, measure(answers[cl], sigma, rng, sensitivity=1.0, relation=RELATION,
+        charge(l2**2 / (2 * sigma**2), label)
+        pooled.add(cl, measure(answers[cl], sigma, rng, sensitivity=l2, relation=relation,
                                label=label), sigma)
         measured.append(cl)
     model = estimate(pooled.list(), s.max_iters)
@@ -147,11 +158,11 @@ def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Cli
     while not terminate:
         t = len(trace) + 1
         remaining = rho - spent()
-        if remaining <= 2 * (1 / (2 * sigma**2) + eps**2 / 8):     # Alg. 4 l. 8-10
-            sigma = math.sqrt(1 / (2 * s.alpha * remaining))
+        if remaining <= 2 * (l2**2 / (2 * sigma**2) + eps**2 / 8):     # Alg. 4 l. 8-10
+            sigma = math.sqrt(l2**2 / (2 * s.alpha * remaining))
             eps = math.sqrt(8 * (1 - s.alpha) * remaining)
             terminate = True
-        used_after = spent() + eps**2 / 8 + 1 / (2 * sigma**2)
+        used_after = spent() + eps**2 / 8 + l2**2 / (2 * sigma**2)
         size_limit = s.max_model_size * used_after / rho
 
         t0 = time.perf_counter()
@@ -159,15 +170,15 @@ def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Cli
         cands = _small_candidates(domain, candidates, measured, size_limit)
         est = model.marginals(cands)
         scores = candidate_scores(cands, answers, est, weights, sizes, sigma)
-        sensitivity = max(weights[c] for c in cands)
+        sensitivity = l1 * max(weights[c] for c in cands)
         charge(eps**2 / 8, f"aim:select:{t}")
-        cl = cands[select(scores, eps, sensitivity, rng, relation=RELATION,
+        cl = cands[select(scores, eps, sensitivity, rng, relation=relation,
                           label=f"aim:select:{t}")]
         t_select += time.perf_counter() - t0
 
         label = f"aim:measure:{t}:{'|'.join(cl)}"
-        charge(1 / (2 * sigma**2), label)
-        pooled.add(cl, measure(answers[cl], sigma, rng, sensitivity=1.0, relation=RELATION,
+        charge(l2**2 / (2 * sigma**2), label)
+        pooled.add(cl, measure(answers[cl], sigma, rng, sensitivity=l2, relation=relation,
                                label=label), sigma)
         measured.append(cl)
         before = est[cl].ravel()

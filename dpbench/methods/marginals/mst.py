@@ -15,7 +15,9 @@ The zCDP budget rho (from the ledger) is split in three equal parts:
 4. the d - 1 tree marginals are measured with N(0, sigma^2 (d - 1)) each, cost rho/3;
 5. Private-PGM estimates the model from all measurements.
 
-Compressed levels are expanded back uniformly by :class:`MarginalModel`.
+Compressed levels are expanded back uniformly by :class:`MarginalModel`. Under replace-one
+neighbours (``relation``, for a comparison stated so) the same steps run at the replace-one
+sensitivities: sigma = sqrt(3 l2^2 / (2 rho)) with l2 = sqrt(2), scores' sensitivity 2.
 """
 
 from __future__ import annotations
@@ -35,19 +37,26 @@ from dpbench.methods.marginals.noise import measure, noise_is_off, select
 from dpbench.methods.marginals.settings import MSTSettings
 from dpbench.methods.marginals.workloads import Clique
 from dpbench.privacy.accountant import Accountant
+from dpbench.privacy.relations import histogram_sensitivity
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: MST's neighbouring relation: one record added or removed (a marginal's L2 sensitivity 1,
-#: a score's (an L1 distance to a fixed model) change at most 1)
+#: MST's neighbouring relation in its paper: one record added or removed (a marginal's L2
+#: sensitivity 1, a score's (an L1 distance to a fixed model) change at most 1);
+#: ``relation="replace_one"`` runs it at the replace-one sensitivities (L2 sqrt(2), L1 2;
+#: privacy/relations.py)
 RELATION = "add_remove"
 
 
 def run_mst(data: pd.DataFrame, sizes: Mapping[str, int], accountant: Accountant,
-            rng: np.random.Generator, settings: MSTSettings | None = None) -> MarginalModel:
-    """Run MST on the integer-coded ``data`` (its columns, in order, are the attributes)."""
+            rng: np.random.Generator, settings: MSTSettings | None = None,
+            relation: str = RELATION) -> MarginalModel:
+    """Run MST on the integer-coded ``data`` (its columns, in order, are the attributes),
+    private under ``relation`` (every measurement's sd scaled by the marginals' L2
+    sensitivity l2, every score's sensitivity their L1 sensitivity l1)."""
     s = settings or MSTSettings()
+    l1, l2 = histogram_sensitivity(relation)
     if accountant.currency != "zcdp":
         raise TypeError(f"MST composes in zCDP; got a {accountant.currency!r} ledger")
     t_start = time.perf_counter()
@@ -57,20 +66,20 @@ def run_mst(data: pd.DataFrame, sizes: Mapping[str, int], accountant: Accountant
         raise ValueError(f"MST needs at least 2 attributes, got {attrs}")
     codes = checked_codes(data, attrs, sizes)
     rho = accountant.remaining()
-    sigma = math.sqrt(3 / (2 * rho))
+    sigma = math.sqrt(3 * l2**2 / (2 * rho))
     charges: list[RhoCharge] = []
 
     def charge(rho_i: float, label: str) -> None:
         accountant.charge_rho(rho_i, label)
         charges.append(RhoCharge(label, rho_i))
 
-    # 1. 1-way marginals, jointly sensitivity 1 at noise sigma
+    # 1. 1-way marginals, jointly sensitivity l2 at noise sigma
     s1 = sigma * math.sqrt(d)
     noisy1: dict[str, np.ndarray] = {}
     for a in attrs:
-        charge(1 / (2 * s1**2), f"mst:1way:{a}")
-        noisy1[a] = measure(data_marginal(codes, (a,), sizes), s1, rng, sensitivity=1.0,
-                            relation=RELATION, label=f"mst:1way:{a}")
+        charge(l2**2 / (2 * s1**2), f"mst:1way:{a}")
+        noisy1[a] = measure(data_marginal(codes, (a,), sizes), s1, rng, sensitivity=l2,
+                            relation=relation, label=f"mst:1way:{a}")
 
     # 2. domain compression
     mapping: dict[str, np.ndarray] = {}
@@ -108,20 +117,20 @@ def run_mst(data: pd.DataFrame, sizes: Mapping[str, int], accountant: Accountant
     for step in range(d - 1):
         cands = [p for p in pairs if find(p[0]) != find(p[1])]
         charge(eps**2 / 8, f"mst:select:{step + 1}")
-        a, b = cands[select([weight[p] for p in cands], eps, 1.0, rng, relation=RELATION,
+        a, b = cands[select([weight[p] for p in cands], eps, l1, rng, relation=relation,
                             label=f"mst:select:{step + 1}")]
         comp[find(b)] = find(a)
         tree.append((a, b))
     t_select = time.perf_counter() - t0
 
-    # 4. tree marginals, jointly sensitivity 1 at noise sigma
+    # 4. tree marginals, jointly sensitivity l2 at noise sigma
     s2 = sigma * math.sqrt(d - 1)
     log2 = []
     for cl in tree:
         label = f"mst:2way:{'|'.join(cl)}"
-        charge(1 / (2 * s2**2), label)
-        noisy2 = measure(data_marginal(mcodes, cl, msizes).ravel(), s2, rng, sensitivity=1.0,
-                         relation=RELATION, label=label)
+        charge(l2**2 / (2 * s2**2), label)
+        noisy2 = measure(data_marginal(mcodes, cl, msizes).ravel(), s2, rng, sensitivity=l2,
+                         relation=relation, label=label)
         log2.append(_mbi.measurement(noisy2, cl, s2))
 
     # 5. Private-PGM

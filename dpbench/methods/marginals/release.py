@@ -71,8 +71,10 @@ def data_fingerprint(frame: Any, attributes: tuple[str, ...], sizes: Mapping[str
 
 def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.Generator, *,
                       mechanism: str, workload: str, settings: AIMSettings | MSTSettings,
-                      max_cells: int | None = None) -> tuple[MarginalModel, dict[str, Any]]:
-    """(model, info): the marginal model of ``data``'s features + target, paid for.
+                      max_cells: int | None = None, relation: str = "add_remove"
+                      ) -> tuple[MarginalModel, dict[str, Any]]:
+    """(model, info): the marginal model of ``data``'s features + target, paid for, private
+    under ``relation`` (the mechanisms' add/remove or replace-one sensitivities).
 
     ``max_cells`` drops workload marginals with more cells (AIM only)."""
     from dpbench.methods.marginals.aim import run_aim
@@ -105,6 +107,8 @@ def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.
     }
     if max_cells is not None:           # absent when unset: earlier artifacts keep their keys
         fields["max_cells"] = int(max_cells)
+    if relation != "add_remove":        # likewise: the papers' relation keeps its keys
+        fields["relation"] = relation
 
     def fit(seed_rng: np.random.Generator) -> MarginalModel:
         ledger = Accountant(accountant.epsilon, accountant.delta, "zcdp")
@@ -112,9 +116,9 @@ def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.
         if mechanism == "aim":
             w = build_workload(workload, attrs, target=enc.target, domain=sizes,
                                max_cells=None if max_cells is None else int(max_cells))
-            model = run_aim(frame, sizes, w, ledger, seed_rng, settings)
+            model = run_aim(frame, sizes, w, ledger, seed_rng, settings, relation)
         else:
-            model = run_mst(frame, sizes, ledger, seed_rng, settings)
+            model = run_mst(frame, sizes, ledger, seed_rng, settings, relation)
         model.info["mechanism_seconds"] = time.perf_counter() - t0
         return model
 

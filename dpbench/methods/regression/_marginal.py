@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from dpbench.data.base import Encoding, TabularData
-from dpbench.methods.base import LinearModel
+from dpbench.methods.base import NEIGHBOUR_RELATIONS, LinearModel
 from dpbench.methods.marginals.model import MarginalModel
 from dpbench.methods.marginals.release import (
     AIM_PARAMS,
@@ -18,6 +18,7 @@ from dpbench.methods.marginals.release import (
 )
 from dpbench.methods.marginals.workloads import build_workload
 from dpbench.privacy.accountant import Accountant
+from dpbench.privacy.relations import check_relation
 
 MODELS = ("linear", "logistic")
 
@@ -35,10 +36,13 @@ class MarginalMethod(LinearModel):
     the mrf estimator's belief propagation, same mechanism and noise, different arithmetic),
     ``shared_max_cells`` (models up to this many cells are fitted by one program per size
     class, flat.py, instead of one per structure; 0: always per structure); MST
-    ``max_iters``, ``select_iters``, ``compress``, ``threshold``.
+    ``max_iters``, ``select_iters``, ``compress``, ``threshold``; ``relation``
+    (add_remove, the papers'; replace_one: the mechanisms at the replace-one sensitivities,
+    for a comparison stated under that relation).
     """
 
     accounting = "zcdp"
+    relations = NEIGHBOUR_RELATIONS
     serves = frozenset({"regression", "inference", "classification"})
     requires = frozenset({"discrete"})
     #: values of ``model`` this method accepts
@@ -64,7 +68,7 @@ class MarginalMethod(LinearModel):
 
     def __init__(self, model: str = "linear", mechanism: str = "aim",
                  workload: str = "all_pairs", max_cells: float | None = None,
-                 **mechanism_params: Any) -> None:
+                 relation: str = "add_remove", **mechanism_params: Any) -> None:
         if model not in self.models:
             raise ValueError(f"model={model!r}; valid: {', '.join(self.models)}")
         # each name once: max_iters is both an AIM and an MST setting
@@ -77,6 +81,10 @@ class MarginalMethod(LinearModel):
         if max_cells is not None and not float(max_cells) >= 1:
             raise ValueError(f"max_cells={max_cells} must be >= 1 or None")
         extra = {} if max_cells is None else {"max_cells": int(max_cells)}
+        if check_relation(relation) != "add_remove":   # the default stays out of params
+            extra["relation"] = relation
+        #: the relation this instance's release is private under
+        self.neighbours = relation
         super().__init__(model=model, mechanism=mechanism, workload=workload, **extra,
                          **{k: v for k, v in full.items() if v is not None})
         self._info: dict[str, Any] = {}
@@ -96,7 +104,7 @@ class MarginalMethod(LinearModel):
         released, info = release_marginals(
             data, accountant, rng, mechanism=self.params["mechanism"],
             workload=self.params["workload"], settings=self.settings,
-            max_cells=self.params.get("max_cells"))
+            max_cells=self.params.get("max_cells"), relation=self.neighbours)
         self._info = info
         return released
 
