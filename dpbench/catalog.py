@@ -55,6 +55,15 @@ def _axis(value: Any) -> str:
     return str(value)
 
 
+def _privacy(cls: type) -> str:
+    """Currency and relation; the other relations its class has its own analysis for."""
+    if not cls.private:
+        return "non-private"
+    other = [r for r in cls.relations if r != cls.neighbours]
+    return f"{cls.accounting}, {cls.neighbours}" + (f" (own analysis also: {', '.join(other)})"
+                                                   if other else "")
+
+
 def methods() -> list[dict[str, str]]:
     """Each method yaml: label, tasks it can be scored by, data it needs, outputs, privacy
     (currency, relation, private or not) and arena role."""
@@ -69,8 +78,7 @@ def methods() -> list[dict[str, str]]:
                     "serves": ", ".join(sorted(cls.tasks_scored(params))),
                     "needs": ", ".join(sorted(cls.data_required(params))) or "-",
                     "produces": ", ".join(k.__name__ for k in cls.produces),
-                    "privacy": (f"{cls.accounting}, {cls.neighbours}" if cls.private
-                                else "non-private"),
+                    "privacy": _privacy(cls),
                     "arena": arena_role("method", name) or "-"})
     return out
 

@@ -174,3 +174,13 @@ def test_native_replace_one_cells_spend_the_cell_at_replace_one_sensitivities(
     rho = zcdp_rho(trace)
     assert cks_epsilon(rho, delta) <= eps * (1 + TOL)
     assert cks_epsilon(rho, delta) >= eps * (1 - TIGHT)
+
+
+def test_list_names_the_relations_a_method_has_its_own_analysis_for() -> None:
+    from dpbench.catalog import methods
+
+    privacy = {m["method"]: m["privacy"] for m in methods()}
+    assert privacy["aim_tstr"] == "zcdp, add_remove (own analysis also: replace_one)"
+    assert privacy["independent"].endswith("(own analysis also: replace_one)")
+    assert privacy["ssp"] == "gdp, add_remove"            # group privacy in a replace-one arena
+    assert privacy["mwem"] == "zcdp, replace_one"
