@@ -30,10 +30,14 @@ def stated_relation(frame: pd.DataFrame) -> pd.Series:
 
 
 def group_note(frame: pd.DataFrame) -> str | None:
-    """Which methods' cells hold by group privacy from their own relation, or None."""
+    """Which private methods' cells hold by group privacy from their own relation, or None
+    (a non-private reference has no guarantee to convert, though its cell states the
+    relation)."""
     if "privacy.group_k" not in frame:
         return None
     conv = frame[frame["privacy.group_k"].fillna(1) > 1]
+    if "privacy.private" in conv:
+        conv = conv[conv["privacy.private"].fillna(False).astype(bool)]
     if conv.empty:
         return None
     names = sorted({str(x) for x in _family(conv)})

@@ -27,6 +27,7 @@ from dpbench.privacy import conversions
 from dpbench.report.privacy import (
     alerts,
     budget_note,
+    group_note,
     neighbours_note,
     understated_notes,
     unprotected_notes,
@@ -108,6 +109,19 @@ def test_the_neighbours_note_names_each_relation() -> None:
     assert neighbours_note(frame.iloc[2:]) == ("neighbouring relation: add/remove one record "
                                                "(every private method)")
     assert neighbours_note(frame.iloc[3:]) is None     # no private trial: nothing to state
+
+
+def test_the_group_note_names_private_methods_only() -> None:
+    """A non-private reference in a converted cell states the relation but has no guarantee
+    to convert: the board's group-privacy line does not name it."""
+    frame = pd.DataFrame({
+        "method_label": ["SSP", "Original", "AIM"],
+        "privacy.private": [True, False, True],
+        "privacy.group_k": [2, 2, None],
+        "privacy.neighbours": ["add_remove", "add_remove", "replace_one"]})
+    assert group_note(frame) == ("by group privacy (k = 2) from their add/remove analysis: SSP "
+                                 "(run at the budget whose group guarantee is the cell's)")
+    assert group_note(frame.iloc[1:]) is None
 
 
 def test_status_versions_lists_and_flags_mixed_versions(smoke_store: Path,
