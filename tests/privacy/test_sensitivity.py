@@ -432,14 +432,16 @@ def test_marginals_at_the_replace_one_sensitivity_hold_and_are_tight(name: str) 
     """The marginal mechanisms' own replace-one analysis (``relation=replace_one``, as an
     arena runs them): on replace-one neighbours every traced release moves by at most its
     declared sensitivity, a count table's L2 sqrt(2) is reached (a replaced row changes a
-    1-way marginal in two cells), and the add/remove declaration (L2 1) fails there."""
+    1-way marginal in two cells), and the add/remove declaration (L2 1) fails there
+    (checked on the independent baseline, whose fits are cheap)."""
     method = _Method.load(name)
     own = replace(method, params={**method.params, "relation": "replace_one"})
     assert own.relation == "replace_one"
     report = _check(own, 6)
     _assert_sound(own, report)
     assert report.kinds and max(report.worst.values()) >= 0.999, report.worst
-    assert _check(method, 2, relation="replace_one").violations
+    if name == "independent":      # its fits take milliseconds; MST's declare alike
+        assert _check(method, 2, relation="replace_one").violations
 
 
 @pytest.mark.parametrize("name", ["binagg", "binagg_synth"])
