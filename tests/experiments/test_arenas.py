@@ -3,7 +3,8 @@
 cells with their reasons, and the numbers equal a recomputation from the stored trials.
 
 The narrowed method lists keep one method per kind of cell an arena holds: a native
-add/remove method (converted to replace-one by group privacy), a native replace-one
+add/remove method (converted to replace-one by group privacy: SSP, ObjPert), one running its
+own replace-one analysis (MST-Synth, the independent baseline), a native replace-one
 method, a generator scored through its records, a baseline, the non-private reference and
 a method the data refuse (the full-domain histogram of MWEM).
 """
