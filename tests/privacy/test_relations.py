@@ -184,3 +184,42 @@ def test_list_names_the_relations_a_method_has_its_own_analysis_for() -> None:
     assert privacy["independent"].endswith("(own analysis also: replace_one)")
     assert privacy["ssp"] == "gdp, add_remove"            # group privacy in a replace-one arena
     assert privacy["mwem"] == "zcdp, replace_one"
+
+
+def test_aim_scores_move_by_at_most_their_replace_one_sensitivity() -> None:
+    """AIM's (and MST's) selection scores, w_r (||M_r(D) - M_r(p)||_1 - const) against a
+    fixed model p, move by at most w_r l1 when one row is replaced, with l1 = 2 the count
+    tables' replace-one L1 sensitivity (histogram_sensitivity); the bound is reached where
+    the model equals the data's marginal (replacing any row then moves the L1 from 0 to 2).
+    Seed 0: 120 rows over 4 attributes, 200 random replacements; tolerance 1e-12."""
+    from dpbench.methods.marginals.aim import candidate_scores
+    from dpbench.methods.marginals.data import data_marginal
+    from dpbench.methods.marginals.workloads import build_workload, workload_weights
+    from dpbench.privacy.relations import histogram_sensitivity
+
+    rng = np.random.default_rng(0)
+    sizes = {"a": 3, "b": 4, "c": 2, "d": 5}
+    attrs = list(sizes)
+    codes = {a: rng.integers(sizes[a], size=120) for a in attrs}
+    weights = workload_weights(build_workload("all_pairs", attrs), attrs)
+    cands = list(weights)
+    answers = {c: data_marginal(codes, c, sizes).ravel() for c in cands}
+    est = {c: rng.uniform(0, 20, size=[sizes[a] for a in c]) for c in cands}
+    tight = cands[3]
+    est[tight] = answers[tight].reshape(est[tight].shape)     # the model matches D there
+    base = candidate_scores(cands, answers, est, weights, sizes, sigma=1.0)
+    l1 = histogram_sensitivity("replace_one")[0]
+    bound = np.array([l1 * weights[c] for c in cands])
+    worst = np.zeros(len(cands))
+    for _ in range(200):
+        i = int(rng.integers(120))
+        moved = {a: v.copy() for a, v in codes.items()}
+        for a in attrs:
+            moved[a][i] = rng.integers(sizes[a])
+        other = {c: data_marginal(moved, c, sizes).ravel() for c in cands}
+        delta = np.abs(candidate_scores(cands, other, est, weights, sizes, sigma=1.0) - base)
+        assert np.all(delta <= bound * (1 + 1e-12)), (delta / bound).max()
+        worst = np.maximum(worst, delta / bound)
+    assert worst[3] == pytest.approx(1.0, abs=1e-12)
+    assert histogram_sensitivity("add_remove") == (1.0, 1.0)
+    assert histogram_sensitivity("replace_one") == (2.0, math.sqrt(2.0))
