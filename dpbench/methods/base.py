@@ -80,6 +80,17 @@ class Method(ABC):
     def __init__(self, **params: Any) -> None:
         self.params = dict(params)
 
+    def own_relation(self, relation: str) -> dict[str, str]:
+        """Make ``relation`` this instance's (``neighbours``): the class's own or one of its
+        ``relations``, else a one-line ValueError. Returns the parameter to keep in
+        ``params``: none for the class's own, so the papers' trial keys carry no relation."""
+        cls = type(self)
+        allowed = tuple(dict.fromkeys((cls.neighbours, *cls.relations)))
+        if relation not in allowed:
+            raise ValueError(f"relation={relation!r} unknown; valid: {', '.join(allowed)}")
+        self.neighbours = relation
+        return {} if relation == cls.neighbours else {"relation": relation}
+
     @abstractmethod
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
         """Fit under the budget; must charge every release to ``accountant``."""

@@ -34,7 +34,7 @@ from dpbench.methods.records import (
 )
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.gaussian import sigma_zcdp
-from dpbench.privacy.relations import check_relation, histogram_sensitivity
+from dpbench.privacy.relations import histogram_sensitivity
 
 RELATION = "add_remove"
 
@@ -55,10 +55,8 @@ class Independent(RecordsBaseline):
     relations = NEIGHBOUR_RELATIONS
 
     def __init__(self, relation: str = RELATION) -> None:
-        extra = {} if check_relation(relation) == RELATION else {"relation": relation}
-        super().__init__(**extra)
-        #: the relation this instance's release is private under
-        self.neighbours = relation
+        super().__init__()
+        self.params.update(self.own_relation(relation))   # the release is private under it
 
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
         if data.discrete is None or data.domain is None:

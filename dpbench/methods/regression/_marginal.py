@@ -18,7 +18,6 @@ from dpbench.methods.marginals.release import (
 )
 from dpbench.methods.marginals.workloads import build_workload
 from dpbench.privacy.accountant import Accountant
-from dpbench.privacy.relations import check_relation
 
 MODELS = ("linear", "logistic")
 
@@ -81,10 +80,7 @@ class MarginalMethod(LinearModel):
         if max_cells is not None and not float(max_cells) >= 1:
             raise ValueError(f"max_cells={max_cells} must be >= 1 or None")
         extra = {} if max_cells is None else {"max_cells": int(max_cells)}
-        if check_relation(relation) != "add_remove":   # the default stays out of params
-            extra["relation"] = relation
-        #: the relation this instance's release is private under
-        self.neighbours = relation
+        extra.update(self.own_relation(relation))      # the release is private under it
         super().__init__(model=model, mechanism=mechanism, workload=workload, **extra,
                          **{k: v for k, v in full.items() if v is not None})
         self._info: dict[str, Any] = {}
