@@ -31,8 +31,9 @@ thread, and the speed of the all-query answer engine against the authors' way.
    step time, GFLOP per step, achieved GFLOP/s, the limit's GFLOP/s and the ratio step
    time / limit time (how many x from the limit). RAP's step has no matrix product (a
    gather of the measured queries' columns and their product), so only its time, for
-   ``step: gather`` (the authors', float32 and float64), ``columns`` and ``closed`` (the
-   default) in float32, each with its ratio to the float32 gather step (same process).
+   ``step: gather`` (the authors', float32 and float64), ``columns``, ``closed`` and
+   ``compiled`` (its compile excluded: best of the repeats) in float32, each with its
+   ratio to the float32 gather step (same process).
 
 Run: nice python scripts/bench_neural_query_release.py [--eps 1.0] [--net default]
      [--gem-T 80] [--rap-K 25] [--rap-T 25] [--rap-max-iters 5000] [--rap-step closed]
@@ -216,7 +217,8 @@ def print_steps(qs: QuerySet, true: np.ndarray, args: argparse.Namespace) -> Non
         for q in (K, K * (T + 1) // 2, K * T):
             base = None
             for step, dtype in (("gather", torch.float32), ("gather", torch.float64),
-                                ("columns", torch.float32), ("closed", torch.float32)):
+                                ("columns", torch.float32), ("closed", torch.float32),
+                                ("compiled", torch.float32)):
                 sec, calls = rap_step(qs, true, softmax, q, dtype, args.step_count,
                                       args.repeats, step)
                 base = base or sec

@@ -73,10 +73,11 @@ def test_gem_one_forward_per_step_gives_the_same_answers_bit_for_bit(monkeypatch
 
 @pytest.mark.parametrize(("softmax", "lr"), [(True, 0.1), (False, 1e-3)])
 @pytest.mark.parametrize("seed", [1, 2])
-@pytest.mark.parametrize("step", ["columns", "closed"])
+@pytest.mark.parametrize("step", ["columns", "closed", "compiled"])
 def test_rap_step_within_tolerance_of_the_gather_step(softmax, lr, seed, step) -> None:
-    # float32 both ways; the columns and closed steps sum the product and the mean in
-    # another order (~1e-9 per answer per step; closed: also torch's fused Adam), which
+    # float32 both ways; the columns, closed and compiled steps sum the product and the
+    # mean in another order (~1e-9 per answer per step; closed and compiled: also torch's
+    # fused Adam; compiled: Inductor's loops, vectorised in their own order), which
     # Adam carries over up to 500 steps a round and the selection over 5 rounds of 4
     # queries, 100 rows, 4 attributes: the same picks and step counts, every answer within
     # 1e-4 (measured over seeds 1-3: columns <= 1.6e-5, closed <= 5.7e-5) and the max
@@ -93,15 +94,44 @@ def test_rap_step_within_tolerance_of_the_gather_step(softmax, lr, seed, step) -
     assert abs(max_error(columns, data) - max_error(gather, data)) < 2e-5
 
 
-def test_rap_default_step_is_the_closed_one_and_leaves_the_parameters_as_they_were() -> None:
-    # the default step changed (gather -> closed) without changing trial keys: it is kept
-    # out of the parameters, as gather was; the other steps are named there
+def test_rap_default_step_leaves_the_parameters_as_they_were() -> None:
+    # the default step changed (gather -> closed -> auto) without changing trial keys: it
+    # is kept out of the parameters, as gather was; the other steps are named there
     assert "step" not in RAP(T=2, K=2).params
-    assert RAP(T=2, K=2, step="closed").params == RAP(T=2, K=2).params
-    assert RAP(T=2, K=2, step="gather").params["step"] == "gather"
-    assert RAP(T=2, K=2, step="columns").params["step"] == "columns"
+    assert RAP(T=2, K=2, step="auto").params == RAP(T=2, K=2).params
+    for step in ("gather", "columns", "closed", "compiled"):
+        assert RAP(T=2, K=2, step=step).params["step"] == step
     with pytest.raises(ValueError, match="step='fused' is unknown"):
         RAP(T=2, K=2, step="fused")
+
+
+def test_rap_auto_step_compiles_only_long_runs_and_falls_back_without_a_compiler(
+        monkeypatch) -> None:
+    # auto: the compiled step from COMPILE_MIN_WORK row-query steps of budget (K 25 x T 25
+    # at the paper's cap: 4.1e10), the closed step below it (the smoke profile's and the
+    # tests' fits) without building anything; a compiled step that cannot be built (no C++
+    # compiler) leaves the closed step, and the fit's info says why
+    from dpbench.methods.query_release import rap as rap_module
+
+    built: list[int] = []
+
+    def broken() -> object:
+        built.append(1)
+        raise RuntimeError("no C++ compiler")
+
+    monkeypatch.setattr(rap_module, "compiled_gradient", broken)
+    assert RAP(T=25, K=25, max_iters=5000)._resolve_step(3)[0] == "closed"   # it fell back
+    assert built == [1]
+    assert RAP(T=5, K=4, n_rows=100, max_iters=500)._resolve_step(3) == ("closed", None)
+    assert RAP(T=10, K=10, n_rows=100, max_iters=20)._resolve_step(3) == ("closed", None)
+    assert built == [1]                                   # short runs: nothing built
+    model = RAP(T=2, K=3, n_rows=50, step="compiled").fit(
+        tiny_data(), Accountant(1.0, 1e-6, "zcdp"), np.random.default_rng(0))
+    info = model.info()
+    assert info["step"] == "closed" and "torch.compile" in info["step_note"]
+    assert "RuntimeError" in info["step_note"]
+    assert "step_note" not in RAP(T=2, K=3, n_rows=50).fit(
+        tiny_data(), Accountant(1.0, 1e-6, "zcdp"), np.random.default_rng(0)).info()
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
@@ -118,10 +148,11 @@ def test_closed_form_gradient_is_autograds(k) -> None:
     loss.backward()
     Xt = X.detach().t().contiguous()
     before = Xt.clone()
-    value, grad = squared_error_gradient(Xt, index, target)
-    assert abs(value - float(loss.detach())) < 1e-12
-    assert float((grad.t() - X.grad).abs().max()) < 1e-12
-    assert torch.equal(Xt, before)
+    for fused in (False, True):       # in place, and the form torch.compile fuses (eager)
+        value, grad = squared_error_gradient(Xt, index, target, fused=fused)
+        assert abs(float(value) - float(loss.detach())) < 1e-12
+        assert float((grad.t() - X.grad).abs().max()) < 1e-12
+        assert torch.equal(Xt, before)
 
 
 def _one_round(step: str, dtype: torch.dtype, softmax: bool, seed: int, q: int = 12
@@ -155,14 +186,16 @@ def _one_round(step: str, dtype: torch.dtype, softmax: bool, seed: int, q: int =
 def test_rap_closed_step_round_within_float32_rounding_of_float64(softmax, seed) -> None:
     # one round, 100 rows, 12 queries, up to 500 steps (RAP runs all 500; RAP-softmax
     # stops on the plateau rule after 14-26): the same step counts, and every answer of
-    # the closed step (float32) within 2e-7 of the gather step's in float64 and in float32
+    # the closed and the compiled step (float32) within 2e-7 of the gather step's in
+    # float64 and in float32
     # (<= 9e-8 measured over seeds 1-3, as close as float32 gather is to float64: <= 6e-8)
     g64, m64, *_ = _one_round("gather", torch.float64, softmax, seed)
     g32, m32, *_ = _one_round("gather", torch.float32, softmax, seed)
-    c32, mc, *_ = _one_round("closed", torch.float32, softmax, seed)
-    assert mc.steps_ == m32.steps_ == m64.steps_ and mc.stops_ == m32.stops_
-    assert np.max(np.abs(c32 - g64)) < 2e-7
-    assert np.max(np.abs(c32 - g32)) < 2e-7
+    for step in ("closed", "compiled"):
+        c32, mc, *_ = _one_round(step, torch.float32, softmax, seed)
+        assert mc.steps_ == m32.steps_ == m64.steps_ and mc.stops_ == m32.stops_
+        assert np.max(np.abs(c32 - g64)) < 2e-7
+        assert np.max(np.abs(c32 - g32)) < 2e-7
 
 
 @pytest.mark.parametrize("softmax", [False, True])

@@ -24,17 +24,23 @@ code's ReduceLROnPlateau counter), or ``max_iters`` (5,000) steps.
 
 ``step``: how each optimiser step answers the measured queries and gets the gradient:
 ``gather`` (the code's gather of their columns, ``prod`` and autograd), ``columns`` (the
-rows transposed first, a row gather per factor: ``relaxed.column_answers``) or ``closed``
-(the default: the loss's gradient in closed form, no autograd but the softmax's, on the
-columns the measured queries read only, with torch's fused Adam:
-``relaxed.squared_error_gradient`` and ``relaxed.ActiveColumns``; a column no measured
-query reads gets a zero gradient, so Adam and the clip leave it as it is in the other
-steps too). All three give the same loss and update summed in another order: answers
-within 1e-4 of the gather step's on the tests' fixed seeds, not bit for bit, and the
-closed step's within float32 rounding of the gather step's in float64
-(tests/methods/test_qr_step_speed.py); steps 3-7x (columns) and 6-15x (closed) faster
-than the gather step's on ADULT (docs/speed.md). The default (closed) is kept out of the
-parameters, so trial keys are those of the gather step it replaced.
+rows transposed first, a row gather per factor: ``relaxed.column_answers``), ``closed``
+(the loss's gradient in closed form, no autograd but the softmax's, on the columns the
+measured queries read only, with torch's fused Adam: ``relaxed.squared_error_gradient``
+and ``relaxed.ActiveColumns``; a column no measured query reads gets a zero gradient, so
+Adam and the clip leave it as it is in the other steps too) or ``compiled`` (the closed
+step's arithmetic without in-place updates, fused by ``torch.compile`` into C++ loops:
+``relaxed.compiled_gradient``; it needs a C++ compiler at run time, and without one the
+closed step runs and the fit's info says so). The default, ``auto``, takes ``compiled``
+when the run's step budget reaches ``COMPILE_MIN_WORK`` (the paper's cap on ADULT's grid:
+a compile of ~2-15 CPU-s once per process against minutes of steps) and ``closed``
+otherwise; the fit's info records the step that ran. All give the same loss and update
+summed in another order: answers within 1e-4 of the gather step's on the tests' fixed
+seeds, not bit for bit, and the closed and compiled steps' within float32 rounding of the
+gather step's in float64 (tests/methods/test_qr_step_speed.py); on ADULT the steps are
+3-7x (columns), 6-15x (closed) and more (compiled) faster than the gather step
+(docs/speed.md). The default is kept out of the parameters, so trial keys are those of the
+gather step it replaced.
 
 Output: every query's answer on the final rows, clipped to [0, 1] (as the code). Records
 (``output(SyntheticTable)``): randomized rounding of the final rows (the rows RAP's answers
@@ -68,7 +74,9 @@ from dpbench.methods.query_release.relaxed import (
     block_softmax,
     column_answers,
     column_index,
+    compiled_gradient,
     positive,
+    squared_error_gradient,
     torch_session,
     whole,
     with_ones,
@@ -88,8 +96,13 @@ RHO_CONVERSIONS = ("cks", "bun_steinke")
 #: how a step answers the measured queries and gets the gradient (module docstring):
 #: ``gather`` (the authors' way), ``columns`` or ``closed`` (faster; answers within the
 #: tolerances tests/methods/test_qr_step_speed.py states, not bit for bit)
-STEPS = ("gather", "columns", "closed")
-DEFAULT_STEP = "closed"
+STEPS = ("auto", "gather", "columns", "closed", "compiled")
+DEFAULT_STEP = "auto"
+#: ``auto`` takes the compiled step when a run's step budget, n' x max_iters x the
+#: measured queries summed over the rounds (K T (T + 1) / 2), reaches this: ~2e9 row-query
+#: steps save ~7 CPU-s at the ~3.6 ns each the compiled step saves on ADULT, past its
+#: ~2 s compile from Inductor's cache (docs/speed.md); below it, the closed step
+COMPILE_MIN_WORK = 2e9
 
 
 def bun_steinke_rho(epsilon: float, delta: float) -> float:
@@ -108,7 +121,8 @@ class RAP(RelaxedMethod):
     """RAP / RAP-softmax (module docstring). ``T``: rounds; ``K``: queries per round;
     ``n_rows``: relaxed rows n'; ``softmax``; ``lr``, ``max_iters``, ``patience``: the
     optimisation; ``selection`` (b1 | alg3, the template's); ``rho_conversion`` (cks |
-    bun_steinke, module docstring); ``step`` (closed | gather | columns: ``STEPS``); ``device``
+    bun_steinke, module docstring); ``step`` (auto | gather | columns | closed | compiled:
+    ``STEPS``); ``device``
     (cpu | auto); the
     workload ``workload`` / ``number`` / ``seed`` / ``max_cells``."""
 
@@ -152,6 +166,7 @@ class RAP(RelaxedMethod):
             W = (2 * W - 1).requires_grad_(True)
             cols = column_index(qs)
             index = torch.as_tensor(cols, device=dev)
+            self.step_, self.step_note_ = self._resolve_step(index.shape[1])
             all_answers = AnswerPlan(qs, cols, dev)
 
             def rows() -> torch.Tensor:
@@ -172,12 +187,38 @@ class RAP(RelaxedMethod):
         self._keep_for_records(qs, data, rng)
         return self
 
+    def _resolve_step(self, k: int) -> tuple[str, str | None]:
+        """The step a fit on queries of ``k`` factors runs (``auto`` resolved: module
+        docstring) and, if the compiled step was asked for and cannot be built here, why
+        the closed step ran instead."""
+        import torch
+
+        p = self.params
+        how = p.get("step", DEFAULT_STEP)
+        if how == "auto":
+            work = p["n_rows"] * p["max_iters"] * p["K"] * p["T"] * (p["T"] + 1) / 2
+            how = "compiled" if work >= COMPILE_MIN_WORK else "closed"
+        if how != "compiled":
+            return how, None
+        gen = torch.Generator().manual_seed(0)       # compile now (sizes >= 2: dynamic)
+        try:
+            compiled_gradient()(torch.rand(3, 4, generator=gen),
+                                torch.randint(0, 3, (2, k), generator=gen), torch.rand(2))
+        except Exception as exc:    # torch.compile's errors have no common base class
+            return "closed", (f"torch.compile could not build the compiled step here "
+                              f"({type(exc).__name__}); the closed step ran")
+        return how, None
+
     def _project(self, W: torch.Tensor, rows: Any, past: torch.Tensor,
                  target: torch.Tensor, sizes: tuple[int, ...]) -> None:
         """One round's relaxed projection onto the measurements (module docstring)."""
-        how = self.params.get("step", DEFAULT_STEP)
-        if how == "closed":
-            sub = ActiveColumns(W, past, sizes, self.params["softmax"])
+        if getattr(self, "step_", None) is None:      # a round run outside fit (benches)
+            self.step_, self.step_note_ = self._resolve_step(past.shape[1])
+        how = self.step_
+        if how in ("closed", "compiled"):
+            sub = ActiveColumns(W, past, sizes, self.params["softmax"],
+                                compiled_gradient() if how == "compiled"
+                                else squared_error_gradient)
             self._descend(sub.param, lambda: sub.loss_and_grad(target), fused=True)
             sub.write_back(W)
             return
@@ -229,5 +270,6 @@ class RAP(RelaxedMethod):
         return {**super().info(), "rounds_run": len(self.steps_),
                 "stop_reason": "completed T rounds of K queries: the budget is split over "
                                "exactly 2 T K releases, so it is spent",
-                "steps": self.steps_, "step_stops": self.stops_,
+                "steps": self.steps_, "step_stops": self.stops_, "step": self.step_,
+                **({"step_note": self.step_note_} if self.step_note_ else {}),
                 "softmax": self.params["softmax"]}

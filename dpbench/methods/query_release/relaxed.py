@@ -48,9 +48,10 @@ plan import the method classes to read their declarations.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -120,18 +121,24 @@ def column_answers(X: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return out.mean(1)
 
 
-def squared_error_gradient(Xt: torch.Tensor, index: torch.Tensor, target: torch.Tensor
-                           ) -> tuple[float, torch.Tensor]:
+def squared_error_gradient(Xt: torch.Tensor, index: torch.Tensor, target: torch.Tensor,
+                           fused: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """The loss sum_j (target_j - q_j(X))^2 of the queries ``index`` ((q, k) rows of Xt)
     on relaxed rows given transposed, ``Xt`` (columns x B rows), and its gradient in Xt's
     layout, in closed form without autograd: dq_j / dX[b, c] is 1/B times the product of
     query j's other k-1 factors at row b, so the gradient is one ``index_add`` per factor
     of a prefix product times a suffix product (the coefficient -2 (target_j - q_j) / B
-    folded into the suffix), computed in place in the gathered factors. The loss of
-    :func:`answers` and its backward, summed in another order (the mean over rows is a
-    dot product here)."""
+    folded into the suffix). The loss of :func:`answers` and its backward, summed in
+    another order (the mean over rows is a dot product here); the loss is a 0-d tensor.
+
+    ``fused=False`` computes in place in the gathered factors (the fastest eager form);
+    ``fused=True`` the same arithmetic without in-place updates, the form ``torch.compile``
+    fuses into a few loops over the (q, B) factors (:func:`compiled_gradient`; eager it is
+    slower, its temporaries allocated anew)."""
     import torch
 
+    mul = torch.mul if fused else torch.Tensor.mul_
+    add_rows = torch.Tensor.index_add if fused else torch.Tensor.index_add_
     q, k = index.shape
     B = Xt.shape[1]
     F = Xt.index_select(0, index.t().reshape(-1)).view(k, q, B)   # F[p]: factor p
@@ -143,10 +150,31 @@ def squared_error_gradient(Xt: torch.Tensor, index: torch.Tensor, target: torch.
     grad = torch.zeros_like(Xt)
     suffix = (-2.0 / B) * resid.unsqueeze(1)         # coefficient x F[p] ... F[k-1]
     for p in range(k - 1, 0, -1):                    # factor p's part, then the suffix
-        grad.index_add_(0, index[:, p], prefix[p].mul_(suffix))   # (no longer needed)
-        suffix = F[p].mul_(suffix) if p == k - 1 else suffix.mul_(F[p])
-    grad.index_add_(0, index[:, 0], suffix.expand(q, B))
-    return float((resid * resid).sum()), grad
+        grad = add_rows(grad, 0, index[:, p], mul(prefix[p], suffix))
+        suffix = mul(F[p], suffix) if p == k - 1 else mul(suffix, F[p])
+    grad = add_rows(grad, 0, index[:, 0], suffix.expand(q, B))
+    return (resid * resid).sum(), grad
+
+
+#: the compiled gradient, built once per process (:func:`compiled_gradient`)
+_COMPILED: list[Callable[..., tuple[torch.Tensor, torch.Tensor]]] = []
+
+
+def compiled_gradient() -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
+    """``squared_error_gradient(..., fused=True)`` through ``torch.compile`` (Inductor's C++
+    code for the CPU, dynamic shapes: one program for every q and B of a k), built once
+    per process and compiled at its first call (~15 CPU-s with an empty cache, ~2 s from
+    Inductor's on-disk cache). It needs a C++ compiler at run time; a machine without one
+    fails at that first call (the caller falls back). Compiles in this process
+    (``compile_threads`` 1: its CPU time is the trial's)."""
+    if not _COMPILED:
+        import torch
+        import torch._inductor.config as inductor
+
+        inductor.compile_threads = 1
+        _COMPILED.append(torch.compile(partial(squared_error_gradient, fused=True),
+                                       dynamic=True))
+    return _COMPILED[0]
 
 
 class ActiveColumns:
@@ -159,9 +187,11 @@ class ActiveColumns:
     column, its gradient zeroed: it never moves) or, with ``blocks``, the logits."""
 
     def __init__(self, W: torch.Tensor, index: torch.Tensor, sizes: tuple[int, ...],
-                 blocks: bool) -> None:
+                 blocks: bool, gradient: Callable[..., tuple[torch.Tensor, torch.Tensor]]
+                 = squared_error_gradient) -> None:
         import torch
 
+        self.gradient = gradient    # squared_error_gradient or compiled_gradient()
         d = W.shape[1]
         cols = torch.unique(index)
         cols = cols[cols < d]
@@ -186,16 +216,16 @@ class ActiveColumns:
         import torch
 
         if not self.blocks:
-            value, grad = squared_error_gradient(self.param.detach(), self.index, target)
+            value, grad = self.gradient(self.param.detach(), self.index, target)
             grad[-1] = 0.0
             self.param.grad = grad
-            return value
+            return float(value)
         ones = torch.ones(1, self.param.shape[1], dtype=self.param.dtype,
                           device=self.param.device)
         Xt = torch.cat([b.softmax(0) for b in torch.split(self.param, self.sizes)] + [ones])
-        value, grad = squared_error_gradient(Xt.detach(), self.index, target)
+        value, grad = self.gradient(Xt.detach(), self.index, target)
         Xt.backward(grad)
-        return value
+        return float(value)
 
     def write_back(self, W: torch.Tensor) -> None:
         """Copy the optimised columns into W."""
