@@ -1,4 +1,4 @@
-"""dpbench's MWEM, PEP, GEM and RAP beside the authors' code of the query-release paper
+"""dpbench's MWEM, PEP, GEM, RAP and RAP-softmax beside the authors' code of the query-release paper
 (Liu, Vietri & Wu, NeurIPS 2021; their iterative-dp), on the same rows and workload.
 
 The authors' code is run from the user's own checkout, unedited, in its own virtual
@@ -21,10 +21,12 @@ same 43,944 private rows (their ``adult_seed`` 0 split). MWEM and PEP run on ADU
 Settings: dpbench's method yamls (conf/method/query_release/, paper profile), passed to
 the authors' code as their flags: MWEM T 100; PEP T 50, T_max 25; GEM T 100, Adam lr 1e-4,
 100 steps per round, alpha 0.67, network 512 / (1024, 1024), B = 1,000; RAP K 10, T 10, lr
-1e-3 (Table 3; their adult scripts use 5e-3), 5,000 steps per round, n' = 1,000.
-``--T gem=30`` (and ``--K``) changes a method's T on both sides. Their RAP converts eps to rho
-with Bun & Steinke's bound, so dpbench's RAP runs with ``rho_conversion: bun_steinke`` here
-(the same rho); the other methods use the exact conversion on both sides.
+1e-3 (Table 3; their adult scripts use 5e-3), 5,000 steps per round, n' = 1,000; RAP-softmax
+the same with lr 0.1 (Table 3).
+``--T gem=30`` (and ``--K``) changes a method's T on both sides. Their RAP converts eps to
+rho with Bun & Steinke's bound, so dpbench's RAP and RAP-softmax run with
+``rho_conversion: bun_steinke`` here (the same rho); the other methods use the exact
+conversion on both sides.
 
 Each run is a fresh process, one after the other, with one torch thread and
 OMP_NUM_THREADS=1 (dpbench: also one BLAS thread), killed after ``--limit`` seconds (then
@@ -71,7 +73,7 @@ CLONE = ("git clone https://github.com/terranceliu/iterative-dp /path/to/iterati
          "make bench-peers-qr PEER_QR=/path/to/iterative-dp")
 
 DATASETS = {"qr_adult_reduced": "adult-small", "qr_adult": "adult"}
-METHODS = ("mwem", "pep", "gem", "rap")
+METHODS = ("mwem", "pep", "gem", "rap", "rap_softmax")
 HISTOGRAM = ("mwem", "pep")              # the paper runs them on ADULT (reduced) only
 #: dpbench yaml parameter -> the authors' runner flag
 FLAGS = {"T": "--T", "K": "--K", "lr": "--lr", "max_iters": "--max-iters", "alpha": "--alpha"}
@@ -105,7 +107,7 @@ def settings(method: str, overrides: dict[str, dict[str, int]]) -> dict[str, Any
 
     params = _merged_params(load_entry("method", method), "paper")
     params.update(overrides.get(method, {}))
-    if method == "rap":
+    if method.startswith("rap"):
         params["rho_conversion"] = "bun_steinke"          # rap.py's get_rho
     return params
 
@@ -169,7 +171,8 @@ def main() -> None:
     ap.add_argument("--eps", type=float, nargs="+", default=[0.1, 1.0])
     ap.add_argument("--T", nargs="+", default=[], metavar="METHOD=T",
                     help="a method's T on both sides instead of its yaml's, e.g. gem=30")
-    ap.add_argument("--K", type=int, help="RAP's K on both sides instead of its yaml's")
+    ap.add_argument("--K", type=int, help="RAP's and RAP-softmax's K on both sides instead "
+                    "of their yamls'")
     ap.add_argument("--limit", type=float, default=1800.0, help="seconds per run")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "bench_peers_qr.json")
@@ -193,7 +196,8 @@ def main() -> None:
             ap.error(f"--T {item}: expected METHOD=T with METHOD one of {', '.join(METHODS)}")
         overrides.setdefault(name, {})["T"] = int(value)
     if args.K is not None:
-        overrides.setdefault("rap", {})["K"] = args.K
+        for name in ("rap", "rap_softmax"):
+            overrides.setdefault(name, {})["K"] = args.K
 
     checkout = str(Path(args.checkout).resolve())
     cases = [(m, d, e) for d in args.datasets for e in args.eps for m in args.methods

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import os
@@ -52,7 +53,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("checkout")
     ap.add_argument("workdir")
-    ap.add_argument("--method", choices=["mwem", "pep", "gem", "rap"], required=True)
+    ap.add_argument("--method", choices=["mwem", "pep", "gem", "rap", "rap_softmax"],
+                    required=True)
     ap.add_argument("--dataset", choices=["adult-small", "adult"], required=True)
     ap.add_argument("--eps", type=float, required=True)
     ap.add_argument("--T", type=int, required=True)
@@ -96,7 +98,8 @@ def main() -> None:
         real = qm.get_answer(data, concat=False)
         n = data.df.shape[0]
         delta = 1.0 / n**2
-    run = {"mwem": run_mwem, "pep": run_pep, "gem": run_gem, "rap": run_rap}[args.method]
+    run = {"mwem": run_mwem, "pep": run_pep, "gem": run_gem, "rap": run_rap,
+           "rap_softmax": functools.partial(run_rap, softmax=True)}[args.method]
     with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         fake, work = run(args, clock, data, workloads, qm, real, delta)
     with clock.phase("score"):
@@ -179,13 +182,14 @@ def run_gem(args, clock, data, workloads, qm, real, delta):
                                               "rounds_with_steps": len(steps)}
 
 
-def run_rap(args, clock, data, workloads, qm, real, delta):
-    """RAP (no softmax, n' = 1,000), as rap.py's __main__ (its Bun-Steinke rho)."""
+def run_rap(args, clock, data, workloads, qm, real, delta, softmax=False):
+    """RAP (n' = 1,000; ``softmax``: RAP-softmax), as rap.py's __main__ (its Bun-Steinke
+    rho)."""
     import numpy as np
     from rap import RAP, get_rho
 
     with clock.phase("method_setup"):
-        model = RAP(d=qm.dim, n=1000, softmax=False)
+        model = RAP(d=qm.dim, n=1000, softmax=softmax)
         model.setup_domain(data.domain)
         rho = get_rho(args.eps, delta)
     verbose = io.StringIO()

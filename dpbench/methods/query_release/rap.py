@@ -200,10 +200,15 @@ class RAP(RelaxedMethod):
             how = "compiled" if work >= COMPILE_MIN_WORK else "closed"
         if how != "compiled":
             return how, None
-        gen = torch.Generator().manual_seed(0)       # compile now (sizes >= 2: dynamic)
+        # compile now, on sizes that are all >= 2 and differ from each other and from k, so
+        # the program is general in each (torch.compile specialises sizes 0 and 1 and ties
+        # equal sizes together)
+        gen = torch.Generator().manual_seed(0)
+        rows, cols, queries = (k + 9, k + 13, k + 5)
         try:
-            compiled_gradient()(torch.rand(3, 4, generator=gen),
-                                torch.randint(0, 3, (2, k), generator=gen), torch.rand(2))
+            compiled_gradient()(torch.rand(cols, rows, generator=gen),
+                                torch.randint(0, cols, (queries, k), generator=gen),
+                                torch.rand(queries, generator=gen))
         except Exception as exc:    # torch.compile's errors have no common base class
             return "closed", (f"torch.compile could not build the compiled step here "
                               f"({type(exc).__name__}); the closed step ran")
