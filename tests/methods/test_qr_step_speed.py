@@ -105,33 +105,44 @@ def test_rap_default_step_leaves_the_parameters_as_they_were() -> None:
         RAP(T=2, K=2, step="fused")
 
 
-def test_rap_auto_step_compiles_only_long_runs_and_falls_back_without_a_compiler(
+def test_rap_auto_step_compiles_after_a_compiles_worth_of_work_and_falls_back(
         monkeypatch) -> None:
-    # auto: the compiled step from COMPILE_MIN_WORK row-query steps of budget (K 25 x T 25
-    # at the paper's cap: 4.1e10), the closed step below it (the smoke profile's and the
-    # tests' fits) without building anything; a compiled step that cannot be built (no C++
-    # compiler) leaves the closed step, and the fit's info says why
+    # auto: the closed step until the rounds' work (n' x measured queries x steps) reaches
+    # COMPILE_AFTER_WORK, then the compiled one, built once; a short run builds nothing
+    # (the tests' and the smoke profile's fits); a compiled step that cannot be built (no
+    # C++ compiler) leaves the closed step, and the fit's info says why
     from dpbench.methods.query_release import rap as rap_module
 
     built: list[int] = []
 
-    def broken() -> object:
+    def fake_build() -> object:
         built.append(1)
+        return lambda *args: None
+
+    monkeypatch.setattr(rap_module, "COMPILE_AFTER_WORK", 100 * 4 * 500 * 2)
+    monkeypatch.setattr(rap_module, "compiled_gradient", fake_build)
+    model = RAP(T=2, K=2, n_rows=100)
+    model.work_, model.step_note_, model.round_steps_ = 0, None, []
+    assert model._round_step(3) == "closed" and not built
+    model.work_ = 100 * 4 * 500 * 2          # two rounds of 4 queries at 500 steps
+    assert model._round_step(3) == "compiled" and built == [1]
+    assert rap_module.step_summary(["closed", "closed", "compiled"]) == \
+        "closed in rounds 1-2, then compiled in round 3"
+    assert rap_module.step_summary(["closed"]) == "closed"
+
+    def broken() -> object:
         raise RuntimeError("no C++ compiler")
 
     monkeypatch.setattr(rap_module, "compiled_gradient", broken)
-    assert RAP(T=25, K=25, max_iters=5000)._resolve_step(3)[0] == "closed"   # it fell back
-    assert built == [1]
-    assert RAP(T=5, K=4, n_rows=100, max_iters=500)._resolve_step(3) == ("closed", None)
-    assert RAP(T=10, K=10, n_rows=100, max_iters=20)._resolve_step(3) == ("closed", None)
-    assert built == [1]                                   # short runs: nothing built
     model = RAP(T=2, K=3, n_rows=50, step="compiled").fit(
         tiny_data(), Accountant(1.0, 1e-6, "zcdp"), np.random.default_rng(0))
     info = model.info()
     assert info["step"] == "closed" and "torch.compile" in info["step_note"]
     assert "RuntimeError" in info["step_note"]
-    assert "step_note" not in RAP(T=2, K=3, n_rows=50).fit(
-        tiny_data(), Accountant(1.0, 1e-6, "zcdp"), np.random.default_rng(0)).info()
+    monkeypatch.undo()
+    info = RAP(T=5, K=4, n_rows=100).fit(tiny_data(), Accountant(1.0, 1e-6, "zcdp"),
+                                         np.random.default_rng(0)).info()
+    assert info["step"] == "closed" and "step_note" not in info     # too short to compile
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4])

@@ -31,10 +31,11 @@ and ``relaxed.ActiveColumns``; a column no measured query reads gets a zero grad
 Adam and the clip leave it as it is in the other steps too) or ``compiled`` (the closed
 step's arithmetic without in-place updates, fused by ``torch.compile`` into C++ loops:
 ``relaxed.compiled_gradient``; it needs a C++ compiler at run time, and without one the
-closed step runs and the fit's info says so). The default, ``auto``, takes ``compiled``
-when the run's step budget reaches ``COMPILE_MIN_WORK`` (the paper's cap on ADULT's grid:
-a compile of ~2-15 CPU-s once per process against minutes of steps) and ``closed``
-otherwise; the fit's info records the step that ran. All give the same loss and update
+closed step runs and the fit's info says so). The default, ``auto``, runs ``closed``
+until the run's steps have done ``COMPILE_AFTER_WORK`` (about a compile's worth of CPU),
+then ``compiled``: a short run never builds it (a build costs ~2 CPU-s from Inductor's
+on-disk cache, ~15 with an empty one), a long one (the paper's cap on ADULT) switches
+after a round or two; the fit's info records which step each round ran. All give the same loss and update
 summed in another order: answers within 1e-4 of the gather step's on the tests' fixed
 seeds, not bit for bit, and the closed and compiled steps' within float32 rounding of the
 gather step's in float64 (tests/methods/test_qr_step_speed.py); on ADULT the steps are
@@ -98,11 +99,28 @@ RHO_CONVERSIONS = ("cks", "bun_steinke")
 #: tolerances tests/methods/test_qr_step_speed.py states, not bit for bit)
 STEPS = ("auto", "gather", "columns", "closed", "compiled")
 DEFAULT_STEP = "auto"
-#: ``auto`` takes the compiled step when a run's step budget, n' x max_iters x the
-#: measured queries summed over the rounds (K T (T + 1) / 2), reaches this: ~2e9 row-query
-#: steps save ~7 CPU-s at the ~3.6 ns each the compiled step saves on ADULT, past its
-#: ~2 s compile from Inductor's cache (docs/speed.md); below it, the closed step
-COMPILE_MIN_WORK = 2e9
+#: ``auto`` runs the closed step until the run's steps have done this much work (n' x
+#: measured queries x steps, summed over the rounds; ~2-5 CPU-s of closed steps on ADULT,
+#: about what building the compiled step costs from Inductor's on-disk cache), then the
+#: compiled one: a run too short to repay the compile never builds it, and a long one pays
+#: it once it has spent as much in steps (a count, not a clock: the same rounds switch on
+#: every machine and run)
+COMPILE_AFTER_WORK = 3e8
+
+
+def step_summary(round_steps: list[str]) -> str:
+    """The step each round ran, in a few words ("closed"; "closed in rounds 1-2, then
+    compiled")."""
+    if len(set(round_steps)) <= 1:
+        return round_steps[0] if round_steps else ""
+    runs: list[tuple[str, int, int]] = []
+    for t, how in enumerate(round_steps, 1):
+        if runs and runs[-1][0] == how:
+            runs[-1] = (how, runs[-1][1], t)
+        else:
+            runs.append((how, t, t))
+    return ", then ".join(f"{h} in round{'s' if a < b else ''} {a}{f'-{b}' if a < b else ''}"
+                          for h, a, b in runs)
 
 
 def bun_steinke_rho(epsilon: float, delta: float) -> float:
@@ -166,7 +184,7 @@ class RAP(RelaxedMethod):
             W = (2 * W - 1).requires_grad_(True)
             cols = column_index(qs)
             index = torch.as_tensor(cols, device=dev)
-            self.step_, self.step_note_ = self._resolve_step(index.shape[1])
+            self.work_, self.step_note_, self.round_steps_ = 0, None, []
             all_answers = AnswerPlan(qs, cols, dev)
 
             def rows() -> torch.Tensor:
@@ -187,22 +205,22 @@ class RAP(RelaxedMethod):
         self._keep_for_records(qs, data, rng)
         return self
 
-    def _resolve_step(self, k: int) -> tuple[str, str | None]:
-        """The step a fit on queries of ``k`` factors runs (``auto`` resolved: module
-        docstring) and, if the compiled step was asked for and cannot be built here, why
-        the closed step ran instead."""
+    def _round_step(self, k: int) -> str:
+        """The step of the next round on queries of ``k`` factors (``auto``: the module
+        docstring). The compiled step is built the first time it is chosen; if it cannot
+        be, the closed step runs and ``step_note_`` says why."""
         import torch
 
-        p = self.params
-        how = p.get("step", DEFAULT_STEP)
+        how = self.params.get("step", DEFAULT_STEP)
         if how == "auto":
-            work = p["n_rows"] * p["max_iters"] * p["K"] * p["T"] * (p["T"] + 1) / 2
-            how = "compiled" if work >= COMPILE_MIN_WORK else "closed"
+            how = "compiled" if self.work_ >= COMPILE_AFTER_WORK else "closed"
         if how != "compiled":
-            return how, None
-        # compile now, on sizes that are all >= 2 and differ from each other and from k, so
-        # the program is general in each (torch.compile specialises sizes 0 and 1 and ties
-        # equal sizes together)
+            return how
+        if self.step_note_:                   # it could not be built: the closed step
+            return "closed"
+        # compile on sizes that are all >= 2 and differ from each other and from k, so the
+        # program is general in each (torch.compile specialises sizes 0 and 1 and ties
+        # equal sizes together); a second call finds it built
         gen = torch.Generator().manual_seed(0)
         rows, cols, queries = (k + 9, k + 13, k + 5)
         try:
@@ -210,22 +228,25 @@ class RAP(RelaxedMethod):
                                 torch.randint(0, cols, (queries, k), generator=gen),
                                 torch.rand(queries, generator=gen))
         except Exception as exc:    # torch.compile's errors have no common base class
-            return "closed", (f"torch.compile could not build the compiled step here "
-                              f"({type(exc).__name__}); the closed step ran")
-        return how, None
+            self.step_note_ = (f"torch.compile could not build the compiled step here "
+                               f"({type(exc).__name__}); the closed step ran")
+            return "closed"
+        return how
 
     def _project(self, W: torch.Tensor, rows: Any, past: torch.Tensor,
                  target: torch.Tensor, sizes: tuple[int, ...]) -> None:
         """One round's relaxed projection onto the measurements (module docstring)."""
-        if getattr(self, "step_", None) is None:      # a round run outside fit (benches)
-            self.step_, self.step_note_ = self._resolve_step(past.shape[1])
-        how = self.step_
+        if not hasattr(self, "work_"):         # a round run outside fit (benches, tests)
+            self.work_, self.step_note_, self.round_steps_ = 0, None, []
+        how = self._round_step(past.shape[1])
+        self.round_steps_.append(how)
         if how in ("closed", "compiled"):
             sub = ActiveColumns(W, past, sizes, self.params["softmax"],
                                 compiled_gradient() if how == "compiled"
                                 else squared_error_gradient)
             self._descend(sub.param, lambda: sub.loss_and_grad(target), fused=True)
             sub.write_back(W)
+            self.work_ += W.shape[0] * past.shape[0] * self.steps_[-1]
             return
         answer = column_answers if how == "columns" else answers
 
@@ -275,6 +296,7 @@ class RAP(RelaxedMethod):
         return {**super().info(), "rounds_run": len(self.steps_),
                 "stop_reason": "completed T rounds of K queries: the budget is split over "
                                "exactly 2 T K releases, so it is spent",
-                "steps": self.steps_, "step_stops": self.stops_, "step": self.step_,
+                "steps": self.steps_, "step_stops": self.stops_,
+                "step": step_summary(self.round_steps_),
                 **({"step_note": self.step_note_} if self.step_note_ else {}),
                 "softmax": self.params["softmax"]}
