@@ -78,7 +78,7 @@ HISTOGRAM = ("mwem", "pep")              # the paper runs them on ADULT (reduced
 #: dpbench yaml parameter -> the authors' runner flag
 FLAGS = {"T": "--T", "K": "--K", "lr": "--lr", "max_iters": "--max-iters", "alpha": "--alpha"}
 #: seconds per run at the yaml's T (and K) (the CPU seconds measured 2026-11-27,
-#: docs/speed.md; wall time on a busy machine is longer), for the estimate printed before
+#: docs/speed.md, RAP's with the compiled step; wall time on a busy machine is longer), for the estimate printed before
 #: starting; a case without a figure counts as its whole limit
 EXPECTED_S = {("authors", "mwem", "qr_adult_reduced"): 20.0,
               ("dpbench", "mwem", "qr_adult_reduced"): 6.0,
@@ -86,8 +86,14 @@ EXPECTED_S = {("authors", "mwem", "qr_adult_reduced"): 20.0,
               ("dpbench", "pep", "qr_adult_reduced"): 7.0,
               ("authors", "gem", "qr_adult_reduced"): 310.0,
               ("dpbench", "gem", "qr_adult_reduced"): 235.0,
-              ("authors", "rap", "qr_adult_reduced"): 36.0,
-              ("dpbench", "rap", "qr_adult_reduced"): 26.0}
+              ("authors", "rap", "qr_adult_reduced"): 27.0,
+              ("dpbench", "rap", "qr_adult_reduced"): 9.0,
+              ("authors", "rap_softmax", "qr_adult_reduced"): 60.0,
+              ("dpbench", "rap_softmax", "qr_adult_reduced"): 12.0,
+              ("authors", "rap", "qr_adult"): 512.0,
+              ("dpbench", "rap", "qr_adult"): 49.0,
+              ("authors", "rap_softmax", "qr_adult"): 152.0,
+              ("dpbench", "rap_softmax", "qr_adult"): 18.0}
 
 
 def checkout_problem(path: str | None) -> str | None:
