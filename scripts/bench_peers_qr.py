@@ -78,8 +78,8 @@ HISTOGRAM = ("mwem", "pep")              # the paper runs them on ADULT (reduced
 #: dpbench yaml parameter -> the authors' runner flag
 FLAGS = {"T": "--T", "K": "--K", "lr": "--lr", "max_iters": "--max-iters", "alpha": "--alpha"}
 #: seconds per run at the yaml's T (and K) (the CPU seconds measured 2026-11-27,
-#: docs/speed.md, RAP's with the compiled step; wall time on a busy machine is longer), for the estimate printed before
-#: starting; a case without a figure counts as its whole limit
+#: docs/speed.md, RAP's with the compiled step; wall time on a busy machine is longer),
+#: for the estimate printed before starting; a case without a figure counts as its limit
 EXPECTED_S = {("authors", "mwem", "qr_adult_reduced"): 20.0,
               ("dpbench", "mwem", "qr_adult_reduced"): 6.0,
               ("authors", "pep", "qr_adult_reduced"): 50.0,

@@ -35,13 +35,13 @@ closed step runs and the fit's info says so). The default, ``auto``, runs ``clos
 until the run's steps have done ``COMPILE_AFTER_WORK`` (about a compile's worth of CPU),
 then ``compiled``: a short run never builds it (a build costs ~2 CPU-s from Inductor's
 on-disk cache, ~15 with an empty one), a long one (the paper's cap on ADULT) switches
-after a round or two; the fit's info records which step each round ran. All give the same loss and update
-summed in another order: answers within 1e-4 of the gather step's on the tests' fixed
-seeds, not bit for bit, and the closed and compiled steps' within float32 rounding of the
-gather step's in float64 (tests/methods/test_qr_step_speed.py); on ADULT the steps are
-3-7x (columns), 6-15x (closed) and more (compiled) faster than the gather step
-(docs/speed.md). The default is kept out of the parameters, so trial keys are those of the
-gather step it replaced.
+after a round or two; the fit's info records which step each round ran. All give the same
+loss and update summed in another order: answers within 1e-4 of the gather step's on the
+tests' fixed seeds, not bit for bit, and the closed and compiled steps' within float32
+rounding of the gather step's in float64 (tests/methods/test_qr_step_speed.py). On ADULT
+the steps are 3-7x (columns) and 6-15x (closed) faster than the gather step, and a long
+run 1.65x faster again compiled (docs/speed.md). The default is kept out of the
+parameters, so trial keys are those of the gather step it replaced.
 
 Output: every query's answer on the final rows, clipped to [0, 1] (as the code). Records
 (``output(SyntheticTable)``): randomized rounding of the final rows (the rows RAP's answers
