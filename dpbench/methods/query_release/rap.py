@@ -95,8 +95,9 @@ if TYPE_CHECKING:
 
 RHO_CONVERSIONS = ("cks", "bun_steinke")
 #: how a step answers the measured queries and gets the gradient (module docstring):
-#: ``gather`` (the authors' way), ``columns`` or ``closed`` (faster; answers within the
-#: tolerances tests/methods/test_qr_step_speed.py states, not bit for bit)
+#: ``gather`` (the authors' way), ``columns``, ``closed`` or ``compiled`` (faster; answers
+#: within the tolerances tests/methods/test_qr_step_speed.py states, not bit for bit), or
+#: ``auto`` (closed, then compiled: below)
 STEPS = ("auto", "gather", "columns", "closed", "compiled")
 DEFAULT_STEP = "auto"
 #: ``auto`` runs the closed step until the run's steps have done this much work (n' x
@@ -140,9 +141,8 @@ class RAP(RelaxedMethod):
     ``n_rows``: relaxed rows n'; ``softmax``; ``lr``, ``max_iters``, ``patience``: the
     optimisation; ``selection`` (b1 | alg3, the template's); ``rho_conversion`` (cks |
     bun_steinke, module docstring); ``step`` (auto | gather | columns | closed | compiled:
-    ``STEPS``); ``device``
-    (cpu | auto); the
-    workload ``workload`` / ``number`` / ``seed`` / ``max_cells``."""
+    ``STEPS``); ``device`` (cpu | auto); the workload ``workload`` / ``number`` / ``seed``
+    / ``max_cells``."""
 
     def __init__(self, T: int, K: int, softmax: bool = True, n_rows: int = 1000,
                  lr: float = 0.1, max_iters: int = 5000, patience: int = 5,

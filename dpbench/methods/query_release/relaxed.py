@@ -165,8 +165,8 @@ def compiled_gradient() -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
     code for the CPU, dynamic shapes: one program for every q and B of a k), built once
     per process and compiled at its first call (~15 CPU-s with an empty cache, ~2 s from
     Inductor's on-disk cache). It needs a C++ compiler at run time; a machine without one
-    fails at that first call (the caller falls back). Compiles in this process
-    (``compile_threads`` 1: its CPU time is the trial's)."""
+    fails at that first call (the caller falls back). ``compile_threads`` 1: no pool of
+    compile workers beside a trial (the C++ compiler itself runs as a child process)."""
     if not _COMPILED:
         import torch
         import torch._inductor.config as inductor
