@@ -14,7 +14,9 @@ and one thread each (the runner's default), e.g. one trial per end point of each
 
 The seconds kept are each trial's CPU time (``cpu_s``), which other work on the machine
 does not stretch; the line names the machine. ``--out FILE`` writes another file than the
-paper's. Not a test.
+paper's. ``--unfinished DATASET/METHOD/EPS=CPU_SECONDS`` (as ``plan`` and ``status`` name
+a cell; repeatable) records a trial of that cell stopped before it finished, after that
+much CPU time: ``plan`` then gives the cell at least that, and says so. Not a test.
 """
 
 from __future__ import annotations
@@ -25,17 +27,66 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from datetime import UTC, datetime  # noqa: E402
+
 from dpbench.cli import compose_config, runnable, store_of  # noqa: E402
 from dpbench.roots import paper_dir  # noqa: E402
-from dpbench.runner.reference_costs import FILE, export, machine_text  # noqa: E402
+from dpbench.runner.cost import stored_trials, trial_name  # noqa: E402
+from dpbench.runner.reference_costs import (  # noqa: E402
+    FILE,
+    export,
+    machine_text,
+    unfinished_line,
+)
 from dpbench.runner.store import OK  # noqa: E402
 
 
+def _option(args: list[str], flag: str) -> tuple[list[str], list[str]]:
+    """The values of every ``flag VALUE`` in ``args``, and ``args`` without them."""
+    values, rest, i = [], [], 0
+    while i < len(args):
+        if args[i] == flag and i + 1 < len(args):
+            values.append(args[i + 1])
+            i += 2
+        else:
+            rest.append(args[i])
+            i += 1
+    return values, rest
+
+
+def unfinished_lines(specs, store, items: list[str]) -> list[dict]:
+    """A reference line per ``DATASET/METHOD/EPS=CPU_SECONDS`` (the cell's first trial the
+    store has no ok record of; the dataset's size from an ok record of it); ValueError
+    naming the item if the cell or the size is not found."""
+    sizes = {t.spec.dataset: t.size for t in stored_trials(store) if t.size}
+    when = datetime.now(UTC).isoformat()
+    out = []
+    for item in items:
+        name, _, value = item.rpartition("=")
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if not name or not seconds > 0:
+            raise ValueError(f"--unfinished {item!r}: expected DATASET/METHOD/EPS=CPU_SECONDS "
+                             "with CPU_SECONDS > 0")
+        cell = [s for s in specs if trial_name(s) == name
+                and (store.get(s.key) or {}).get("status") != OK]
+        if not cell:
+            raise ValueError(f"--unfinished {item!r}: no unfinished trial of that cell in the "
+                             f"grid; cells: {', '.join(sorted({trial_name(s) for s in specs}))}")
+        spec = min(cell, key=lambda s: s.trial)
+        if spec.dataset not in sizes:
+            raise ValueError(f"--unfinished {item!r}: no ok trial of {spec.dataset} in the "
+                             "store to take its size from")
+        out.append(unfinished_line(spec, seconds, sizes[spec.dataset], machine_text(), when))
+    return out
+
+
 def main(args: list[str]) -> int:
-    out = None
-    if "--out" in args:      # another file than the paper's (e.g. to look before writing)
-        i = args.index("--out")
-        out, args = Path(args[i + 1]), args[:i] + args[i + 2:]
+    outs, args = _option(args, "--out")    # another file than the paper's (to look first)
+    out = Path(outs[-1]) if outs else None
+    stopped, args = _option(args, "--unfinished")
     cfg = compose_config(args)
     paper = cfg.experiment.get("paper")
     if not paper:
@@ -48,9 +99,15 @@ def main(args: list[str]) -> int:
     if not records:
         print(f"no ok trial of the grid in {store.root}: run it first", file=sys.stderr)
         return 2
+    try:
+        extra = unfinished_lines(specs, store, stopped)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     path = out or paper_dir(str(paper)) / FILE
-    n = export(records, path, machine_text())
-    print(f"{n} of the grid's {len(specs)} trial(s) written to {path}")
+    n = export(records, path, machine_text(), extra)
+    print(f"{n - len(extra)} of the grid's {len(specs)} trial(s) written to {path}"
+          + (f", and {len(extra)} unfinished one(s) (lower bounds)" if extra else ""))
     return 0
 
 

@@ -118,6 +118,7 @@ class Stored:
     seconds: float
     mem_mb: float | None
     size: tuple[int, int] | None      # (training rows, columns) of its dataset
+    lower_bound: bool = False         # a reference fit stopped unfinished after ``seconds``
 
 
 @dataclass(frozen=True)
@@ -125,13 +126,15 @@ class Estimate:
     """The expected seconds of one trial, the longest to expect, its peak memory (MiB) and
     where they come from (a source above; all None when unknown). ``beyond``: for a model's
     estimate, the features whose value lies beyond those of the trials it was fitted on
-    (``size``: the dataset's size is not known), an extrapolation."""
+    (``size``: the dataset's size is not known), an extrapolation. ``at_least``: the cell's
+    reference fit was stopped unfinished, so its seconds are a lower bound."""
 
     seconds: float | None
     longest: float | None
     mem_mb: float | None
     source: str
     beyond: tuple[str, ...] = ()
+    at_least: bool = False            # from a reference fit that did not finish
 
 
 def reference_trials(lines: Iterable[Mapping[str, Any]]) -> list[Stored]:
@@ -139,7 +142,8 @@ def reference_trials(lines: Iterable[Mapping[str, Any]]) -> list[Stored]:
     as stored trials."""
     return [Stored(TrialSpec.from_dict(ln["spec"]), float(ln["seconds"]),
                    float(ln["peak_rss_mb"]) if is_number(ln.get("peak_rss_mb")) else None,
-                   (int(ln["n_train"]), int(ln["d"]))) for ln in lines]
+                   (int(ln["n_train"]), int(ln["d"])), bool(ln.get("unfinished")))
+            for ln in lines]
 
 
 def stored_trials(store: ResultStore) -> list[Stored]:
@@ -178,6 +182,8 @@ class Estimator:
             for t in trials:
                 cells.setdefault(cell_of(t.spec), []).append(t)
         for t in every:
+            if t.lower_bound:                # a bound, not a time: no model fits on it
+                continue
             self._groups.setdefault(group_of(t.spec), []).append(t)
             if t.size:
                 self._sizes.setdefault(self._data[id(t)], t.size)
@@ -203,8 +209,11 @@ class Estimator:
         for cells, source in ((self._cells, SAME_CELL), (self._ref_cells, REFERENCE)):
             same = cells.get(cell_of(spec))
             if same:
-                secs = [t.seconds for t in same]
-                return Estimate(sum(secs) / len(secs), max(secs), _max_mem(same), source)
+                secs = [t.seconds for t in same if not t.lower_bound]
+                bound = max((t.seconds for t in same if t.lower_bound), default=0.0)
+                mean = sum(secs) / len(secs) if secs else 0.0
+                return Estimate(max(mean, bound), max([*secs, bound]), _max_mem(same), source,
+                                at_least=bound > mean)
         group = self._groups.get(group_of(spec))
         if not group:
             return Estimate(None, None, None, UNKNOWN)
@@ -375,7 +384,8 @@ def cost_lines(cost: Cost, *, workers: int | None = None,
         return [f"cost: unknown for the {len(todo)} trial(s) to do: no stored trial of "
                 f"{unseen} (a smoke run, e.g. profile=smoke, gives `plan` figures to use)"]
     sources = {k: sum(cost.estimates[s.key].source == k for s in todo) for k in SOURCE_TEXT}
-    at_least = "at least " if unknown else ""
+    bounds = [s for s in todo if cost.estimates[s.key].at_least]
+    at_least = "at least " if unknown or bounds else ""
     seconds = cost.seconds(todo)
     out = [f"cost: {len(todo)} trial(s) to do, {at_least}{cpu(seconds)} (whole grid "
            f"{at_least}{cpu(seconds + cost.done_seconds)}); figures per trial: "
@@ -383,6 +393,10 @@ def cost_lines(cost: Cost, *, workers: int | None = None,
            + (f" ({unseen}: no stored trial)" if unknown else "")]
     if cost.reference_note and any(n for k, n in sources.items() if k != SAME_CELL):
         out.append(cost.reference_note)
+    if bounds:
+        out.append(f"note: {len(bounds)} estimate(s) are lower bounds: their cells' reference "
+                   "fits were stopped unfinished ("
+                   + ", ".join(sorted({trial_name(s) for s in bounds})) + ")")
     beyond = Counter(k for s in todo for k in cost.estimates[s.key].beyond)
     if beyond:
         n = sum(bool(cost.estimates[s.key].beyond) for s in todo)

@@ -63,6 +63,8 @@ def read_reference(path: Path) -> list[dict[str, Any]]:
                or isinstance(line.get(k), bool)]
         if not bad and line["seconds"] < 0:
             bad = ["seconds"]
+        if not bad and not isinstance(line.get("unfinished", False), bool):
+            bad = ["unfinished"]
         if bad:
             raise ConfigError(f"{path}: line {no} lacks a valid {', '.join(bad)}; each "
                               f"line needs {', '.join(FIELDS)}")
@@ -104,11 +106,25 @@ def reference_line(record: Mapping[str, Any], machine: str) -> dict[str, Any]:
             "machine": machine}
 
 
-def export(records: Iterable[Mapping[str, Any]], path: Path, machine: str) -> int:
-    """Write the ok ``records`` into the reference file ``path``: a line per trial, a new
-    measurement of a trial replacing its old line, the others kept. Returns how many."""
+def unfinished_line(spec: TrialSpec, cpu_s: float, size: tuple[int, int], machine: str,
+                    when: str) -> dict[str, Any]:
+    """A reference line for a trial stopped unfinished after ``cpu_s`` CPU seconds: its
+    cell's cost is at least that (``plan`` says so), and no cost model fits on it."""
+    return {"key": spec.key, "spec": spec.to_dict(), "seconds": round(float(cpu_s), 3),
+            "seconds_are": "cpu", "unfinished": True, "peak_rss_mb": None,
+            "n_train": int(size[0]), "d": int(size[1]), "commit": None,
+            "finished_at": when, "machine": machine}
+
+
+def export(records: Iterable[Mapping[str, Any]], path: Path, machine: str,
+           unfinished: Iterable[Mapping[str, Any]] = ()) -> int:
+    """Write the ok ``records`` (and the ``unfinished`` lines of trials stopped before
+    the end, :func:`unfinished_line`) into the reference file ``path``: a line per trial,
+    a new measurement of a trial replacing its old line, the others kept. Returns how
+    many were written."""
     old = {ln["key"]: ln for ln in read_reference(path)} if path.is_file() else {}
     new = {r["key"]: reference_line(r, machine) for r in records if r.get("status") == OK}
+    new.update({ln["key"]: dict(ln) for ln in unfinished if ln["key"] not in new})
     lines = {**old, **new}
     ordered = sorted(lines.values(), key=lambda ln: (ln["spec"].get("dataset", ""),
                                                       ln["spec"].get("method", ""),

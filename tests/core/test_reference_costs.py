@@ -127,3 +127,58 @@ def test_plan_states_a_grid_from_the_reference_alone(tmp_path: Path, monkeypatch
                                   reference_trials(lines), "note"), workers=1)[0]
     assert expect.split(";")[0] in text, (expect, text)
     assert sum(ln["seconds"] for ln in lines) > 0
+
+
+def test_an_unfinished_reference_fit_is_a_lower_bound_the_plan_names(tmp_path: Path) -> None:
+    """A reference fit stopped unfinished after 500 CPU-s (scripts/export_costs.py
+    --unfinished) gives its cell at least 500 s, even beside a finished fit of 40 s; the
+    plan says "at least" and names the cell; no cost model fits on the bound (the model's
+    figures for other cells are those of the finished fits alone)."""
+    from dpbench.runner.reference_costs import unfinished_line
+
+    done = [reference_line(record(spec("a", "m", 1.0, 0, k=k), 0.0, cpu), "x")
+            for k, cpu in ((2, 2.0), (4, 4.0), (8, 8.0))]
+    slow = spec("a", "m", 1.0, 1, k=16)
+    lines = [*done, reference_line(record(spec("a", "m", 1.0, 0, k=16), 0.0, 40.0), "x"),
+             unfinished_line(slow, 500.0, (1000, 5), "x", "2026-11-27T09:00:00+00:00")]
+    path = tmp_path / "costs.jsonl"
+    path.write_text("".join(json.dumps(ln) + "\n" for ln in lines))
+    ref = reference_trials(read_reference(path))
+    est = Estimator([], ref)
+    cell = est.estimate(spec("a", "m", 1.0, 3, k=16))
+    assert cell.source == REFERENCE and cell.at_least
+    assert cell.seconds == 500.0 and cell.longest == 500.0
+    alone = Estimator([], ref[:3] + [ref[4]]).estimate(spec("a", "m", 1.0, 3, k=16))
+    assert alone.seconds == 500.0 and alone.at_least            # the bound alone
+    model = est.estimate(spec("a", "m", 1.0, 3, k=6))
+    without = Estimator([], ref[:4]).estimate(spec("a", "m", 1.0, 3, k=6))
+    assert model.source == MODEL and model.seconds == pytest.approx(without.seconds)
+    todo = [spec("a", "m", 1.0, 3, k=16), spec("a", "m", 1.0, 3, k=2)]
+    text = "\n".join(cost_lines(grid_cost(todo, todo, ResultStore(tmp_path / "s"), ref,
+                                          "note"), workers=1))
+    assert "at least " in text.splitlines()[0]
+    assert "1 estimate(s) are lower bounds" in text and "a/m/1" in text
+    line = dict(lines[-1], unfinished="yes")
+    path.write_text(json.dumps(line) + "\n")
+    with pytest.raises(ConfigError, match="lacks a valid unfinished"):
+        read_reference(path)
+
+
+def test_export_costs_records_an_unfinished_cell_or_refuses_in_one_line(tmp_path: Path
+                                                                       ) -> None:
+    import importlib.util
+
+    loc = importlib.util.spec_from_file_location("export_costs",
+                                                 REPO / "scripts" / "export_costs.py")
+    mod = importlib.util.module_from_spec(loc)
+    loc.loader.exec_module(mod)
+    store = ResultStore(tmp_path)
+    put(store, spec("a", "m", 0.5), 3.0, n=700, d=9)
+    specs = [spec("a", "m", 0.5), spec("a", "m", 2.0, 0), spec("a", "m", 2.0, 1)]
+    (line,) = mod.unfinished_lines(specs, store, ["a/m/2=900"])
+    assert line["unfinished"] is True and line["seconds"] == 900.0
+    assert (line["n_train"], line["d"]) == (700, 9) and line["key"] == specs[1].key
+    for bad, says in (("a/m/0.5=900", "no unfinished trial of that cell"),
+                      ("a/m/2=-1", "CPU_SECONDS > 0"), ("a/m/2", "CPU_SECONDS > 0")):
+        with pytest.raises(ValueError, match=says):
+            mod.unfinished_lines(specs, store, [bad])
