@@ -197,7 +197,8 @@ def test_each_fit_is_compiled_with_the_options_of_its_length(monkeypatch):
     """Short fits (cells x iterations <= FAST_COMPILE_MAX_WORK) and long guarded ones take
     the fast-compile options, long hugin fits XLA's defaults (docs/speed.md: XLA's level-1
     options for long guarded fits made a later process 30% faster and the linreg_adult
-    grid 23% slower)."""
+    grid 23% slower), and the longest guarded ones (rank-weighted cells x iterations >
+    LONG_FIT_MIN_WORK) the level-1 options."""
     from dpbench import program_store
     seen = []
     call = program_store.call
@@ -212,7 +213,22 @@ def test_each_fit_is_compiled_with_the_options_of_its_length(monkeypatch):
     monkeypatch.setattr(_mbi, "FAST_COMPILE_MAX_WORK", 0)
     _mbi.estimate_mrf(domain, measurements, iters=20, oracle="guarded")
     _mbi.estimate_mrf(domain, measurements, iters=20)
-    assert seen == [_mbi.FAST_COMPILE, _mbi.FAST_COMPILE, None]
+    work = _mbi.ranked_cells(domain, list(dict.fromkeys(m.clique for m in measurements))) * 20
+    monkeypatch.setattr(_mbi, "LONG_FIT_MIN_WORK", work - 1)
+    _mbi.estimate_mrf(domain, measurements, iters=20, oracle="guarded")
+    monkeypatch.setattr(_mbi, "LONG_FIT_MIN_WORK", work)
+    _mbi.estimate_mrf(domain, measurements, iters=20, oracle="guarded")
+    assert seen == [_mbi.FAST_COMPILE, _mbi.FAST_COMPILE, None, _mbi.LONG_FIT,
+                    _mbi.FAST_COMPILE]
+
+
+def test_ranked_cells_weights_each_maximal_clique_by_its_attributes():
+    """On a chain a-b, b-c the junction tree's maximal cliques are the two pairs: 2 x (2 x 3)
+    + 2 x (3 x 4) cells, whatever the order the cliques come in."""
+    domain = _mbi.to_domain(("a", "b", "c"), {"a": 2, "b": 3, "c": 4})
+    assert _mbi.ranked_cells(domain, [("a", "b"), ("b", "c")]) == 2 * 6 + 2 * 12
+    assert _mbi.ranked_cells(domain, [("b", "c"), ("a", "b"), ("b",)]) == 36
+    assert _mbi.ranked_cells(domain, [("a", "b", "c")]) == 3 * 24
 
 
 def test_unknown_oracle_is_refused_with_the_choices():

@@ -78,6 +78,16 @@ def _iters(iters: int) -> int:
 FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 FAST_COMPILE_MAX_WORK = 5e7
 
+#: XLA's level-1 options (no fusion emitters) for guarded's longest fits: ~2-3x slower to
+#: compile than FAST_COMPILE and ~3.4-4x faster to run on the excess-risk paper's Dutch
+#: models (docs/speed.md, 2026-11-27). Used when the fit's junction-tree cells, each
+#: weighted by its clique's number of attributes (level-0 code costs per cell grow with a
+#: table's rank), times the iterations exceed LONG_FIT_MIN_WORK. The default profiles'
+#: 2 MB models stay below it, so do the DD-SSP paper's Adult eps-1 fits, where level 1
+#: made the linreg_adult grid slower.
+LONG_FIT = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False}
+LONG_FIT_MIN_WORK = 2e9
+
 
 def _fused_impl(estimator: Estimator, domain: mbi.Domain, loss_fn: object, known_total: object,
                 warm_start: object, iters: int) -> object:
@@ -294,18 +304,27 @@ def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[Linea
     cells = model_size_mb(domain, loss_fn.cliques) * 2**20 / 8
     iters = _iters(iters)
     fast = cells * iters <= FAST_COMPILE_MAX_WORK
+    options = FAST_COMPILE if fast else None
     if getattr(estimator, "oracle", None) == "guarded":
         # guarded's einsum programs run ~5x faster than hugin's on AIM's large Adult models
         # but compile ~3x slower (docs/speed.md): a short fit, where compiling dominates,
-        # takes hugin (the same marginals to rounding), and a long one guarded with the
+        # takes hugin (the same marginals to rounding), a long one guarded with the
         # fast-compile options (~3x faster to compile, ~2x slower to run: still 1.6-2x
-        # faster than hugin's fit of those models)
+        # faster than hugin's fit of those models), and the longest guarded's with LONG_FIT
         estimator = dataclasses.replace(estimator, oracle="hugin") if fast else estimator
-        fast = True
+        long = ranked_cells(domain, loss_fn.cliques) * iters > LONG_FIT_MIN_WORK
+        options = LONG_FIT if long else FAST_COMPILE
     return program_store.call(
         functools.partial(_fused_impl, estimator, domain, iters=iters),
         (loss_fn, known_total, warm_start), static=repr((estimator, domain, iters)),
-        packages=("mbi", "optax"), compiler_options=FAST_COMPILE if fast else None)
+        packages=("mbi", "optax"), compiler_options=options)
+
+
+def ranked_cells(domain: mbi.Domain, cliques: Sequence[Clique]) -> int:
+    """The cells of the junction tree over ``cliques``, each maximal clique's weighted by its
+    number of attributes: LONG_FIT's measure of a fit's work per step."""
+    tree, _ = junction_tree.make_junction_tree(domain, list(cliques))
+    return sum(domain.size(c) * len(c) for c in junction_tree.maximal_cliques(tree))
 
 
 def estimate_mrf(domain: mbi.Domain, measurements: list[LinearMeasurement], *, iters: int,
