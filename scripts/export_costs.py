@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from collections.abc import Sequence  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 
 from dpbench.cli import compose_config, runnable, store_of  # noqa: E402
@@ -38,7 +39,8 @@ from dpbench.runner.reference_costs import (  # noqa: E402
     machine_text,
     unfinished_line,
 )
-from dpbench.runner.store import OK  # noqa: E402
+from dpbench.runner.spec import TrialSpec  # noqa: E402
+from dpbench.runner.store import OK, ResultStore  # noqa: E402
 
 
 def _option(args: list[str], flag: str) -> tuple[list[str], list[str]]:
@@ -54,7 +56,8 @@ def _option(args: list[str], flag: str) -> tuple[list[str], list[str]]:
     return values, rest
 
 
-def unfinished_lines(specs, store, items: list[str]) -> list[dict]:
+def unfinished_lines(specs: Sequence[TrialSpec], store: ResultStore, items: list[str]
+                     ) -> list[dict]:
     """A reference line per ``DATASET/METHOD/EPS=CPU_SECONDS`` (the cell's first trial the
     store has no ok record of; the dataset's size from an ok record of it); ValueError
     naming the item if the cell or the size is not found."""
