@@ -274,3 +274,24 @@ def test_oracle_keeps_the_seed_and_gets_its_own_artifact(tmp_path):
     assert np.abs(other.coef_ - fits["hugin"].coef_).max() > 1e-3
     assert ([(c.label, c.rho) for c in accs["hugin"].charges]
             == [(c.label, c.rho) for c in accs["semistable"].charges])
+
+
+def test_a_longest_fit_at_level_1_is_the_fast_compile_fit_to_rounding(monkeypatch):
+    """LONG_FIT changes only how XLA compiles guarded's program (float64 both ways, fused
+    and ordered differently). On noisy marginals of 500 records (seeded): after 100 steps the
+    two fits' marginals agree to rounding (1e-9 of the total ~500; measured 2.3e-13); after
+    300, near the optimum, one side's Armijo test can accept a step the other rejects, and
+    they agree within the oracles' tolerance (1e-4 of the total, as
+    test_semistable_fit_reaches_hugins_optimum; measured 6.6e-3)."""
+    monkeypatch.setattr(_mbi, "FAST_COMPILE_MAX_WORK", 0)
+    domain, measurements = noisy_measurements(3, [(a,) for a in MD_ATTRS] + CLIQUES)
+    for iters, tolerance in ((100, 1e-9), (300, 1e-4)):
+        fits = {}
+        for name, least in (("fast", float("inf")), ("long", 0)):
+            monkeypatch.setattr(_mbi, "LONG_FIT_MIN_WORK", least)
+            fits[name] = _mbi.estimate_mrf(domain, measurements, iters=iters,
+                                           oracle="guarded")
+        for cl in fits["fast"].marginals.cliques:
+            np.testing.assert_allclose(np.asarray(fits["long"].marginals[cl].values),
+                                       np.asarray(fits["fast"].marginals[cl].values),
+                                       rtol=0, atol=tolerance * 500)
