@@ -79,12 +79,12 @@ FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitter
 FAST_COMPILE_MAX_WORK = 5e7
 
 #: XLA's level-1 options (no fusion emitters) for guarded's longest fits: ~2-3x slower to
-#: compile than FAST_COMPILE and ~3.4-4x faster to run on the excess-risk paper's Dutch
+#: compile than FAST_COMPILE and ~3-4x faster to run on the excess-risk paper's Dutch
 #: models (docs/speed.md, 2026-11-27). Used when the fit's junction-tree cells, each
 #: weighted by its clique's number of attributes (level-0 code costs per cell grow with a
-#: table's rank), times the iterations exceed LONG_FIT_MIN_WORK. The default profiles'
-#: 2 MB models stay below it, so do the DD-SSP paper's Adult eps-1 fits, where level 1
-#: made the linreg_adult grid slower.
+#: table's rank), times the iterations exceed LONG_FIT_MIN_WORK. The DD-SSP paper's Adult
+#: eps-1 fits stay below it (at most 1.7e9), where level 1 made the linreg_adult grid
+#: slower, and so do the default profiles' 2 MB models but Dutch's largest.
 LONG_FIT = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False}
 LONG_FIT_MIN_WORK = 2e9
 
@@ -312,7 +312,7 @@ def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[Linea
         # fast-compile options (~3x faster to compile, ~2x slower to run: still 1.6-2x
         # faster than hugin's fit of those models), and the longest guarded's with LONG_FIT
         estimator = dataclasses.replace(estimator, oracle="hugin") if fast else estimator
-        long = ranked_cells(domain, loss_fn.cliques) * iters > LONG_FIT_MIN_WORK
+        long = not fast and ranked_cells(domain, loss_fn.cliques) * iters > LONG_FIT_MIN_WORK
         options = LONG_FIT if long else FAST_COMPILE
     return program_store.call(
         functools.partial(_fused_impl, estimator, domain, iters=iters),
