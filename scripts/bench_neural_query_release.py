@@ -24,7 +24,8 @@ thread, and the speed of the all-query answer engine against the authors' way.
    through the method's own update (``GEM._update``, ``RAP._project``: forward, loss,
    backward, Adam, and GEM's per-step errors of every measured query), in float32 (what
    the methods run) and float64, one torch thread, process CPU time per step (best of
-   ``--repeats`` runs of ``--step-count`` steps). Every matrix product a step runs is
+   ``--repeats`` runs of ``--step-count`` steps; the loop step's per-round set-up is in
+   its time, so give it a few hundred steps). Every matrix product a step runs is
    recorded (aten mm / addmm / bmm, forward and backward, with its shapes) and its
    arithmetic counted (2 m n k); the limit is the same products run alone by ``torch.mm``
    at those shapes and that dtype (best of ``--repeats``), in the same process. Printed:
@@ -33,10 +34,11 @@ thread, and the speed of the all-query answer engine against the authors' way.
    gather of the measured queries' columns and their product), so only its time, for
    ``step: gather`` (the authors', float32 and float64), ``columns``, ``closed`` and
    ``compiled`` (its compile excluded: best of the repeats) in float32, each with its
-   ratio to the float32 gather step (same process).
+   ratio to the float32 gather step (same process); and RAP's ``loop`` (the round's
+   whole loop compiled by Numba; its compile excluded the same way).
 
 Run: nice python scripts/bench_neural_query_release.py [--eps 1.0] [--net default]
-     [--gem-T 80] [--rap-K 25] [--rap-T 25] [--rap-max-iters 5000] [--rap-step closed]
+     [--gem-T 80] [--rap-K 25] [--rap-T 25] [--rap-max-iters 5000] [--rap-step compiled loop]
      [--pub-T 40]
      [--methods gem,gem_pub,gem_pub_reduced,rap_softmax,rap]
      python scripts/bench_neural_query_release.py --steps [--net paper] [--repeats 5]
@@ -188,7 +190,7 @@ def rap_step(qs: QuerySet, true: np.ndarray, softmax: bool, q: int, dtype: torch
         sec = best_of(run, repeats)
         # no products to record, and under the recording's dispatch mode torch.compile
         # ran the compiled step eagerly for the rest of the process (measured)
-        return sec / steps, [] if step == "compiled" else _one_step(run, steps)
+        return sec / steps, [] if step in ("compiled", "loop") else _one_step(run, steps)
 
 
 def _one_step(run: Callable[[], object], steps: int) -> list[tuple]:
@@ -220,7 +222,8 @@ def print_steps(qs: QuerySet, true: np.ndarray, args: argparse.Namespace) -> Non
             base = None
             for step, dtype in (("gather", torch.float32), ("gather", torch.float64),
                                 ("columns", torch.float32), ("closed", torch.float32),
-                                ("compiled", torch.float32)):
+                                ("compiled", torch.float32),
+                                *(() if softmax else (("loop", torch.float32),))):
                 sec, calls = rap_step(qs, true, softmax, q, dtype, args.step_count,
                                       args.repeats, step)
                 base = base or sec
@@ -237,7 +240,8 @@ def main() -> None:
     ap.add_argument("--rap-K", type=int, default=25)
     ap.add_argument("--rap-T", type=int, default=25)
     ap.add_argument("--rap-max-iters", type=int, default=5000)
-    ap.add_argument("--rap-step", choices=STEPS, default=DEFAULT_STEP)
+    ap.add_argument("--rap-step", choices=STEPS, nargs="+", default=[DEFAULT_STEP],
+                    help="one RAP / RAP-softmax fit per step named, in this process")
     ap.add_argument("--pub-T", type=int, default=40)
     ap.add_argument("--pub-epochs", type=int, default=300)
     ap.add_argument("--pub-early-stop", type=int, default=50)
@@ -267,15 +271,17 @@ def main() -> None:
     delta = 1 / data.n**2
     pub = {"pretrain_epochs": args.pub_epochs, "pretrain_early_stop": args.pub_early_stop,
            **NETS[args.net]}
-    rap = {"T": args.rap_T, "K": args.rap_K, "max_iters": args.rap_max_iters,
-           "step": args.rap_step}
-    make = {"gem": lambda: GEM(T=args.gem_T, **NETS[args.net]),
-            "gem_pub": lambda: GEMPub(T=args.pub_T, **pub),
-            "gem_pub_reduced": lambda: GEMPub(T=args.pub_T, public_attributes=REDUCED, **pub),
-            "rap_softmax": lambda: RAP(softmax=True, lr=0.1, **rap),
-            "rap": lambda: RAP(softmax=False, lr=1e-3, **rap)}
-    for name in args.methods.split(","):
-        model = make[name]()
+    rap = {"T": args.rap_T, "K": args.rap_K, "max_iters": args.rap_max_iters}
+    make = {"gem": lambda _: GEM(T=args.gem_T, **NETS[args.net]),
+            "gem_pub": lambda _: GEMPub(T=args.pub_T, **pub),
+            "gem_pub_reduced": lambda _: GEMPub(T=args.pub_T, public_attributes=REDUCED,
+                                                **pub),
+            "rap_softmax": lambda step: RAP(softmax=True, lr=0.1, step=step, **rap),
+            "rap": lambda step: RAP(softmax=False, lr=1e-3, step=step, **rap)}
+    runs = [(name, step) for name in args.methods.split(",")
+            for step in (args.rap_step if name.startswith("rap") else [None])]
+    for name, step in runs:
+        model = make[name](step)
         acc = Accountant(args.eps, delta, "zcdp")
         reset_peak_rss()
         t0 = time.process_time()
@@ -289,7 +295,7 @@ def main() -> None:
         elif name.startswith("rap"):
             stops = Counter(info["step_stops"])
             what = (f"K={args.rap_K} T={args.rap_T} max_iters={args.rap_max_iters} step="
-                    f"{args.rap_step} (rounds stopping on: "
+                    f"{step} [{info['step']}] (rounds stopping on: "
                     f"{', '.join(f'{r} x{n}' for r, n in stops.most_common())})")
         else:
             what = (f"T={args.pub_T} net={args.net} (pre-training: "

@@ -2,9 +2,9 @@
 
 ``dpbench plan`` / ``status`` / ``site`` read each method's and dataset loader's
 declarations (class attributes, signatures) but never fit: importing those classes must not
-pull in torch, opacus, JAX, mbi, numpyro, scikit-learn or pandas (0.6 s), which only ``fit`` (or a
-loader's body) needs. Checked in a fresh interpreter, since this test process may already
-hold them.
+pull in torch, opacus, JAX, mbi, numpyro, scikit-learn, pandas (0.6 s) or Numba, which only
+``fit`` (or a loader's body) needs. Checked in a fresh interpreter, since this test
+process may already hold them.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("torch", "opacus", "jax", "jaxlib", "mbi", "numpyro", "sklearn", "pandas")
+HEAVY = ("torch", "opacus", "jax", "jaxlib", "mbi", "numpyro", "sklearn", "pandas", "numba")
 
 
 def conf_targets() -> list[str]:

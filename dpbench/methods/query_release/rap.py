@@ -28,20 +28,25 @@ rows transposed first, a row gather per factor: ``relaxed.column_answers``), ``c
 (the loss's gradient in closed form, no autograd but the softmax's, on the columns the
 measured queries read only, with torch's fused Adam: ``relaxed.squared_error_gradient``
 and ``relaxed.ActiveColumns``; a column no measured query reads gets a zero gradient, so
-Adam and the clip leave it as it is in the other steps too) or ``compiled`` (the closed
+Adam and the clip leave it as it is in the other steps too), ``compiled`` (the closed
 step's arithmetic without in-place updates, fused by ``torch.compile`` into C++ loops:
 ``relaxed.compiled_gradient``; it needs a C++ compiler at run time, and without one the
-closed step runs and the fit's info says so). The default, ``auto``, runs ``closed``
-until the run's steps have done ``COMPILE_AFTER_WORK`` (about a compile's worth of CPU),
-then ``compiled``: a short run never builds it (a build costs ~2 CPU-s from Inductor's
-on-disk cache, ~15 with an empty one), a long one (the paper's cap on ADULT) switches
-after a round or two; the fit's info records which step each round ran. All give the same
-loss and update summed in another order: answers within 1e-4 of the gather step's on the
-tests' fixed seeds, not bit for bit, and the closed and compiled steps' within float32
-rounding of the gather step's in float64 (tests/methods/test_qr_step_speed.py). On ADULT
-the steps are 3-7x (columns) and 6-15x (closed) faster than the gather step, and a long
-run 1.65x faster again compiled (docs/speed.md). The default is kept out of the
-parameters, so trial keys are those of the gather step it replaced.
+closed step runs and the fit's info says so) or ``loop`` (RAP only: the round's whole
+optimisation, the closed step's gradient, Adam, the clip and the stopping rules, as one
+loop compiled by Numba, no Python between the steps: :mod:`._rap_loop`). The default,
+``auto``, runs ``loop`` for RAP (the closed step where Numba does not import, and the
+fit's info says so); for RAP-softmax, ``closed`` until the run's steps have done
+``COMPILE_AFTER_WORK`` (about a compile's worth of CPU), then ``compiled``: a short run
+never builds it (a build costs ~2 CPU-s from Inductor's on-disk cache, ~15 with an empty
+one), a long one (the paper's cap on ADULT) switches after a round or two; the fit's info
+records which step each round ran. All give the same loss and update summed in another
+order: answers within 1e-4 of the gather step's on the tests' fixed seeds, not bit for
+bit, and the closed and compiled steps' within float32 rounding of the gather step's in
+float64, the loop step's within 5e-7 (tests/methods/test_qr_step_speed.py). On ADULT the
+steps are 3-7x (columns) and 6-15x (closed) faster than the gather step, a long run 1.65x
+faster again compiled, and the loop step 5-8x faster than the compiled one
+(docs/speed.md). The default is kept out of the parameters, so trial keys are those of the
+gather step it replaced.
 
 Output: every query's answer on the final rows, clipped to [0, 1] (as the code). Records
 (``output(SyntheticTable)``): randomized rounding of the final rows (the rows RAP's answers
@@ -95,10 +100,10 @@ if TYPE_CHECKING:
 
 RHO_CONVERSIONS = ("cks", "bun_steinke")
 #: how a step answers the measured queries and gets the gradient (module docstring):
-#: ``gather`` (the authors' way), ``columns``, ``closed`` or ``compiled`` (faster; answers
-#: within the tolerances tests/methods/test_qr_step_speed.py states, not bit for bit), or
-#: ``auto`` (closed, then compiled: below)
-STEPS = ("auto", "gather", "columns", "closed", "compiled")
+#: ``gather`` (the authors' way), ``columns``, ``closed``, ``compiled`` or ``loop`` (faster;
+#: answers within the tolerances tests/methods/test_qr_step_speed.py states, not bit for
+#: bit), or ``auto`` (RAP: loop; RAP-softmax: closed, then compiled: below)
+STEPS = ("auto", "gather", "columns", "closed", "compiled", "loop")
 DEFAULT_STEP = "auto"
 #: ``auto`` runs the closed step until the run's steps have done this much work (n' x
 #: measured queries x steps, summed over the rounds; ~2-5 CPU-s of closed steps on ADULT,
@@ -134,6 +139,8 @@ def bun_steinke_rho(epsilon: float, delta: float) -> float:
 #: counts as one (the code's ReduceLROnPlateau threshold)
 LOSS_TOL = 1e-8
 IMPROVE_REL = 1e-7
+#: why a round stopped: the cap, the loss below LOSS_TOL, the plateau rule
+STOP_CAP, STOP_TOL, STOP_PLATEAU = 0, 1, 2
 
 
 class RAP(RelaxedMethod):
@@ -156,6 +163,9 @@ class RAP(RelaxedMethod):
                              f"{', '.join(RHO_CONVERSIONS)}")
         if step not in STEPS:
             raise ValueError(f"step={step!r} is unknown; valid: {', '.join(STEPS)}")
+        if step == "loop" and softmax:
+            raise ValueError("step='loop' serves RAP (softmax: false) only; valid for "
+                             f"RAP-softmax: {', '.join(s for s in STEPS if s != 'loop')}")
         extra = {} if step == DEFAULT_STEP else {"step": step}   # the default: the keys as before
         super().__init__(
             T=check_rounds(T), K=whole(K, "K", "queries per round"), softmax=softmax,
@@ -205,13 +215,17 @@ class RAP(RelaxedMethod):
         self._keep_for_records(qs, data, rng)
         return self
 
-    def _round_step(self, k: int) -> str:
+    def _round_step(self, k: int, loop_ok: bool = False) -> str:
         """The step of the next round on queries of ``k`` factors (``auto``: the module
         docstring). The compiled step is built the first time it is chosen; if it cannot
         be, the closed step runs and ``step_note_`` says why."""
         import torch
 
         how = self.params.get("step", DEFAULT_STEP)
+        if how in ("auto", "loop") and not self.params["softmax"]:
+            if loop_ok and self._loop_available():
+                return "loop"
+            how = "closed" if how == "loop" else how
         if how == "auto":
             how = "compiled" if self.work_ >= COMPILE_AFTER_WORK else "closed"
         if how != "compiled":
@@ -236,10 +250,17 @@ class RAP(RelaxedMethod):
     def _project(self, W: torch.Tensor, rows: Any, past: torch.Tensor,
                  target: torch.Tensor, sizes: tuple[int, ...]) -> None:
         """One round's relaxed projection onto the measurements (module docstring)."""
+        import torch
+
         if not hasattr(self, "work_"):         # a round run outside fit (benches, tests)
             self.work_, self.step_note_, self.round_steps_ = 0, None, []
-        how = self._round_step(past.shape[1])
+        how = self._round_step(past.shape[1], W.device.type == "cpu"
+                               and W.dtype == torch.float32)
         self.round_steps_.append(how)
+        if how == "loop":
+            self._loop(W, past, target, sizes)
+            self.work_ += W.shape[0] * past.shape[0] * self.steps_[-1]
+            return
         if how in ("closed", "compiled"):
             sub = ActiveColumns(W, past, sizes, self.params["softmax"],
                                 compiled_gradient() if how == "compiled"
@@ -257,6 +278,41 @@ class RAP(RelaxedMethod):
 
         self._descend(W, loss_and_grad)
 
+    def _loop(self, W: torch.Tensor, past: torch.Tensor, target: torch.Tensor,
+              sizes: tuple[int, ...]) -> None:
+        """One round of :meth:`_descend`'s optimisation as one compiled loop
+        (:mod:`~dpbench.methods.query_release._rap_loop`) on the columns the measured
+        queries read (``ActiveColumns``; the ones row frozen), written back into W."""
+        from dpbench.methods.query_release._rap_loop import descend
+
+        p = self.params
+        sub = ActiveColumns(W, past, sizes, False)
+        P = sub.param.detach().numpy()               # shares sub.param's memory
+        steps, code = descend(P, sub.index.cpu().numpy().astype(np.int64),
+                              target.detach().cpu().numpy().astype(np.float32), 1,
+                              float(p["lr"]), p["max_iters"], p["patience"], True,
+                              LOSS_TOL, IMPROVE_REL)
+        sub.write_back(W)
+        self.steps_.append(int(steps))
+        self.stops_.append(self._stop_texts()[code])
+
+    def _loop_available(self) -> bool:
+        """Whether the loop step can run here (Numba imports); if not, ``step_note_`` says
+        why and the closed step runs."""
+        if self.step_note_ is None:
+            try:
+                import numba  # noqa: F401
+            except ImportError as exc:
+                self.step_note_ = (f"Numba is not importable here ({exc}); the closed step "
+                                   "ran")
+        return self.step_note_ is None or "Numba" not in self.step_note_
+
+    def _stop_texts(self) -> dict[int, str]:
+        """What a round's stop code (``_rap_loop.STOP_*``) means, as ``step_stops`` says."""
+        p = self.params
+        return {STOP_CAP: f"max_iters={p['max_iters']}", STOP_TOL: f"loss < {LOSS_TOL:g}",
+                STOP_PLATEAU: f"no improvement for {p['patience'] + 1} steps"}
+
     def _descend(self, param: torch.Tensor, loss_and_grad: Any, fused: bool = False
                  ) -> None:
         """Adam on ``param`` (a fresh optimiser each round, as the code; ``fused``: torch's
@@ -269,21 +325,22 @@ class RAP(RelaxedMethod):
         p = self.params
         opt = torch.optim.Adam([param], lr=p["lr"], fused=fused or None)
         best, bad = float("inf"), 0
-        stop = f"max_iters={p['max_iters']}"
+        texts = self._stop_texts()
+        stop = texts[STOP_CAP]
         step = 0
         while step < p["max_iters"]:
             step += 1
             opt.zero_grad()
             value = loss_and_grad()
             if value < LOSS_TOL:
-                stop = f"loss < {LOSS_TOL:g}"
+                stop = texts[STOP_TOL]
                 break
             if value < best * (1 - IMPROVE_REL):
                 best, bad = value, 0
             else:
                 bad += 1
             if bad > p["patience"]:
-                stop = f"no improvement for {bad} steps"
+                stop = texts[STOP_PLATEAU]
                 break
             opt.step()
             if not p["softmax"]:
