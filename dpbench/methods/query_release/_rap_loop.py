@@ -1,26 +1,31 @@
 """RAP's round as one compiled loop (Numba): the closed-form gradient of the squared error
 (:func:`~dpbench.methods.query_release.relaxed.squared_error_gradient`'s arithmetic),
-torch's Adam update, the clip to [-1, 1] and the stopping rules of ``RAP._descend``, step
-after step, with no Python between the steps.
+for RAP-softmax through the per-attribute softmax, torch's Adam update, RAP's clip to
+[-1, 1] and the stopping rules of ``RAP._descend``, step after step, with no Python
+between the steps.
 
 Why: on ADULT's 1,000 relaxed rows a RAP step is a few memory passes over the measured
 queries' factors, and the torch steps spend most of it elsewhere: a kernel launch per
 operation (~15 a step), torch's Adam, the gradient's ``index_add`` scatter, Python. Here
-each query's factors are read once per step, its gradient added in the same pass, and
-Adam is one vectorised pass over the optimised columns (the speed is in docs/speed.md).
+each query costs four vectorised passes over contiguous rows of B values (its product's
+sum, then one gradient pass per factor), and Adam one pass over the optimised columns
+(the speed is in docs/speed.md).
 
 Layout: ``P`` (C, B) float32, C-contiguous, the optimised columns of the relaxed rows
 transposed (``relaxed.ActiveColumns.param``: one row per column, B = n' values), whose
 last ``frozen`` rows are never updated (the ones row a query of fewer factors reads);
 ``index`` (q, k) int64 rows of ``P``; ``target`` (q,) float32.
 
-Arithmetic: float32 as torch's steps, summed in another order: each query's product
-summed over the rows in Numba's vectorised order; the loss summed over the queries in
-float64 (torch's is a float32 sum), so the plateau rule reads a loss without float32's
-rounding of the sum. Adam is torch's (``torch.optim.Adam`` with its defaults: betas
-(0.9, 0.999), eps 1e-8, bias corrections in float64 as torch computes them). The
-results are within float32 rounding of the torch steps (tests/methods/test_qr_step_speed.py
-states the tolerances).
+Arithmetic: float32 as torch's steps, in another order: each query's product summed
+pairwise over the rows, the loss summed over the queries in float64 (torch's is a float32
+sum, so the plateau rule here reads a loss without float32's rounding of the sum), the
+softmax's exp from the C library; no fast-math, so the order is the source's whatever
+the compiler vectorises (with reassociation allowed, a fit compiled afresh and the same
+fit loaded from Numba's cache gave different answers). Adam is torch's
+(``torch.optim.Adam`` with its defaults: betas (0.9, 0.999), eps 1e-8, bias corrections
+in float64 as torch computes them). The results are within float32 rounding of the
+torch steps, as carried by Adam (tests/methods/test_qr_step_speed.py states the
+tolerances and checks that a fresh and a cached build give the same answers).
 
 Numba compiles the loop at its first call in a process (a few seconds), or loads it from
 its on-disk cache (``cache=True``: ``__pycache__`` beside this file, else Numba's user
@@ -35,42 +40,67 @@ from numpy.typing import NDArray
 
 from dpbench.methods.query_release.rap import STOP_CAP, STOP_PLATEAU, STOP_TOL
 
-#: reassociation (vectorised sums) and no signed zeros; no approximate division or square
-#: root, no fused multiply-adds (contraction): the products and Adam round as written
-_JIT = {"fastmath": {"reassoc", "nsz"}, "error_model": "numpy", "boundscheck": False,
-        "cache": True, "nogil": True}
+#: no fast-math: every sum and product rounds in the order the source gives, so a fit's
+#: numbers do not depend on how Numba vectorised it (with reassociation allowed, a fit
+#: compiled afresh and the same fit loaded from Numba's cache gave different answers:
+#: measured); the row sums are pairwise (:func:`_sum3`), which vectorises without
+#: reordering; ``error_model="numpy"``: no zero-division check, so the loops with a
+#: division vectorise too
+_JIT = {"error_model": "numpy", "boundscheck": False, "cache": True, "nogil": True}
+
+
+@numba.njit(**_JIT)
+def tree_scratch(rows: int) -> NDArray:
+    """The scratch :func:`_sum3` sums in: float32 zeros, a power of two >= ``rows`` (and
+    >= 2) long."""
+    size = 2
+    while size < rows:
+        size *= 2
+    return np.zeros(size, dtype=np.float32)
+
+
+@numba.njit(**_JIT)
+def _sum3(a: NDArray, b: NDArray, c: NDArray, tree: NDArray) -> np.float32:
+    """sum_r a[r] b[r] c[r], pairwise in a fixed order: the products into ``tree`` (zeros
+    past them, a power of two long: :func:`tree_scratch`), then each half added onto the
+    other until one entry is left."""
+    for r in range(a.shape[0]):
+        tree[r] = a[r] * b[r] * c[r]
+    half = tree.shape[0] // 2
+    while half >= 1:
+        for r in range(half):
+            tree[r] = tree[r] + tree[r + half]
+        half //= 2
+    return tree[0]
 
 
 @numba.njit(**_JIT)
 def _loss_and_grad(P: NDArray, index: NDArray, target: NDArray, G: NDArray,
-                   prefix: NDArray, suffix: NDArray) -> float:
+                   prefix: NDArray, suffix: NDArray, ones: NDArray, tree: NDArray) -> float:
     """The squared-error loss of the queries ``index`` on ``P`` (float64) and its gradient
     in ``G`` (zeroed first): per query, the prefix products of its factors (``prefix``,
     (k, B) scratch), the sum of the full product, then one pass per factor adding the
     coefficient -2 (target - answer) / B times the other factors' product and extending
-    the suffix product (``suffix``, (B,) scratch)."""
+    the suffix product (``suffix``, (B,) scratch; ``ones``: B ones; ``tree``:
+    :func:`tree_scratch` of B)."""
     q, k = index.shape
     B = P.shape[1]
     inv = np.float32(1.0) / np.float32(B)
     G[:] = 0.0
     if k == 3:
-        return _loss_and_grad_3(P, index, target, G, inv)
+        return _loss_and_grad_3(P, index, target, G, inv, tree)
     loss = 0.0
     for j in range(q):
         last = P[index[j, k - 1]]
         if k == 1:
-            s = np.float32(0.0)
-            for r in range(B):
-                s += last[r]
+            s = _sum3(last, ones, ones, tree)
         else:
             prefix[1, :] = P[index[j, 0]]
             for p in range(2, k):
                 row = P[index[j, p - 1]]
                 for r in range(B):
                     prefix[p, r] = prefix[p - 1, r] * row[r]
-            s = np.float32(0.0)
-            for r in range(B):
-                s += prefix[k - 1, r] * last[r]
+            s = _sum3(prefix[k - 1], last, ones, tree)
         resid = target[j] - s * inv
         loss += np.float64(resid) * np.float64(resid)
         c = np.float32(-2.0) * resid * inv
@@ -97,7 +127,7 @@ def _loss_and_grad(P: NDArray, index: NDArray, target: NDArray, G: NDArray,
 
 @numba.njit(**_JIT)
 def _loss_and_grad_3(P: NDArray, index: NDArray, target: NDArray, G: NDArray,
-                     inv: np.float32) -> float:
+                     inv: np.float32, tree: NDArray) -> float:
     """:func:`_loss_and_grad` for queries of 3 factors (3-way workloads): one pass for
     the product's sum, one per factor for its gradient (the forms Numba vectorises)."""
     loss = 0.0
@@ -105,9 +135,7 @@ def _loss_and_grad_3(P: NDArray, index: NDArray, target: NDArray, G: NDArray,
     for j in range(index.shape[0]):
         i0, i1, i2 = index[j, 0], index[j, 1], index[j, 2]
         a, b, c = P[i0], P[i1], P[i2]
-        s = np.float32(0.0)
-        for r in range(B):
-            s += a[r] * b[r] * c[r]
+        s = _sum3(a, b, c, tree)
         resid = target[j] - s * inv
         loss += np.float64(resid) * np.float64(resid)
         coef = np.float32(-2.0) * resid * inv
@@ -152,25 +180,87 @@ def _adam(P: NDArray, G: NDArray, m: NDArray, v: NDArray, rows: int, step: int,
 
 
 @numba.njit(**_JIT)
+def _block_softmax(L: NDArray, X: NDArray, starts: NDArray, top: NDArray,
+                   total: NDArray) -> None:
+    """X[i] = the softmax of logits ``L`` over each block of rows ``starts[b]`` ..
+    ``starts[b + 1]``, column by column (torch's: exp(x - max) / sum); ``top``, ``total``
+    (B,) scratch. X's rows after the blocks are left as they are (the ones row)."""
+    B = L.shape[1]
+    for b in range(starts.shape[0] - 1):
+        lo, hi = starts[b], starts[b + 1]
+        top[:] = L[lo]
+        for i in range(lo + 1, hi):
+            row = L[i]
+            for r in range(B):
+                top[r] = row[r] if row[r] > top[r] else top[r]
+        total[:] = 0.0
+        for i in range(lo, hi):
+            row, x = L[i], X[i]
+            for r in range(B):
+                x[r] = np.exp(row[r] - top[r])
+                total[r] += x[r]
+        for i in range(lo, hi):
+            x = X[i]
+            for r in range(B):
+                x[r] = x[r] / total[r]
+
+
+@numba.njit(**_JIT)
+def _block_softmax_grad(X: NDArray, GX: NDArray, starts: NDArray, GL: NDArray,
+                        dot: NDArray) -> None:
+    """The gradient ``GL`` of the logits from the gradient ``GX`` of their block softmax
+    ``X`` (torch's softmax backward: x (g - sum over the block of x g)); ``dot`` (B,)
+    scratch."""
+    B = X.shape[1]
+    for b in range(starts.shape[0] - 1):
+        lo, hi = starts[b], starts[b + 1]
+        dot[:] = 0.0
+        for i in range(lo, hi):
+            x, g = X[i], GX[i]
+            for r in range(B):
+                dot[r] += x[r] * g[r]
+        for i in range(lo, hi):
+            x, g, out = X[i], GX[i], GL[i]
+            for r in range(B):
+                out[r] = x[r] * (g[r] - dot[r])
+
+
+@numba.njit(**_JIT)
 def descend(P: NDArray, index: NDArray, target: NDArray, frozen: int, lr: float,
             max_iters: int, patience: int, clip: bool, loss_tol: float,
-            improve_rel: float) -> tuple[int, int]:
+            improve_rel: float, starts: NDArray) -> tuple[int, int]:
     """Adam on ``P`` in place (module docstring) until the loss is below ``loss_tol``, it
     has not improved by a relative ``improve_rel`` on its best for more than ``patience``
     consecutive steps, or ``max_iters`` steps (``RAP._descend``'s rules, in its order:
     the rules read the loss before the step; ``rap.LOSS_TOL`` and ``rap.IMPROVE_REL`` are
-    passed in). Returns (steps, ``rap.STOP_*`` code)."""
+    passed in). Returns (steps, ``rap.STOP_*`` code).
+
+    ``starts`` empty: ``P`` holds the rows the queries read (RAP). Else (RAP-softmax)
+    ``P`` holds logits, the queries read their block softmax (the blocks of rows
+    ``starts[b]`` .. ``starts[b + 1]``) with a row of ones after it (``index`` = P's row
+    count), and the gradient passes back through the softmax."""
     k = index.shape[1]
-    G = np.zeros_like(P)
+    B = P.shape[1]
+    softmax = starts.shape[0] > 0
+    GP = np.zeros_like(P)
+    if softmax:
+        X = np.ones((P.shape[0] + 1, B), dtype=P.dtype)
+        GX = np.zeros_like(X)
+    else:
+        X, GX = P, GP
     m = np.zeros_like(P)
     v = np.zeros_like(P)
-    prefix = np.empty((max(k, 2), P.shape[1]), dtype=P.dtype)
-    suffix = np.empty(P.shape[1], dtype=P.dtype)
+    prefix = np.empty((max(k, 2), B), dtype=P.dtype)
+    scratch = np.empty((2, B), dtype=P.dtype)
+    ones = np.ones(B, dtype=P.dtype)
+    tree = tree_scratch(B)
     best, bad, step = np.inf, 0, 0
     rows = P.shape[0] - frozen
     while step < max_iters:
         step += 1
-        value = _loss_and_grad(P, index, target, G, prefix, suffix)
+        if softmax:
+            _block_softmax(P, X, starts, scratch[0], scratch[1])
+        value = _loss_and_grad(X, index, target, GX, prefix, scratch[0], ones, tree)
         if value < loss_tol:
             return step, STOP_TOL
         if value < best * (1.0 - improve_rel):
@@ -179,5 +269,7 @@ def descend(P: NDArray, index: NDArray, target: NDArray, frozen: int, lr: float,
             bad += 1
         if bad > patience:
             return step, STOP_PLATEAU
-        _adam(P, G, m, v, rows, step, lr, clip)
+        if softmax:
+            _block_softmax_grad(X, GX, starts, GP, scratch[0])
+        _adam(P, GP, m, v, rows, step, lr, clip)
     return step, STOP_CAP

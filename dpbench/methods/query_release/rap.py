@@ -31,22 +31,21 @@ and ``relaxed.ActiveColumns``; a column no measured query reads gets a zero grad
 Adam and the clip leave it as it is in the other steps too), ``compiled`` (the closed
 step's arithmetic without in-place updates, fused by ``torch.compile`` into C++ loops:
 ``relaxed.compiled_gradient``; it needs a C++ compiler at run time, and without one the
-closed step runs and the fit's info says so) or ``loop`` (RAP only: the round's whole
-optimisation, the closed step's gradient, Adam, the clip and the stopping rules, as one
+closed step runs and the fit's info says so) or ``loop`` (the round's whole optimisation,
+the closed step's gradient, the softmax's, Adam, the clip and the stopping rules, as one
 loop compiled by Numba, no Python between the steps: :mod:`._rap_loop`). The default,
-``auto``, runs ``loop`` for RAP (the closed step where Numba does not import, and the
-fit's info says so); for RAP-softmax, ``closed`` until the run's steps have done
-``COMPILE_AFTER_WORK`` (about a compile's worth of CPU), then ``compiled``: a short run
-never builds it (a build costs ~2 CPU-s from Inductor's on-disk cache, ~15 with an empty
-one), a long one (the paper's cap on ADULT) switches after a round or two; the fit's info
-records which step each round ran. All give the same loss and update summed in another
-order: answers within 1e-4 of the gather step's on the tests' fixed seeds, not bit for
-bit, and the closed and compiled steps' within float32 rounding of the gather step's in
-float64, the loop step's within 5e-7 (tests/methods/test_qr_step_speed.py). On ADULT the
-steps are 3-7x (columns) and 6-15x (closed) faster than the gather step, a long run 1.65x
-faster again compiled, and the loop step 5-8x faster than the compiled one
-(docs/speed.md). The default is kept out of the parameters, so trial keys are those of the
-gather step it replaced.
+``auto``, runs ``loop``; where Numba does not import (the fit's info says so), ``closed``
+until the run's steps have done ``COMPILE_AFTER_WORK`` (about a compile's worth of CPU),
+then ``compiled``: a short run never builds it (a build costs ~2 CPU-s from Inductor's
+on-disk cache, ~15 with an empty one), a long one (the paper's cap on ADULT) switches
+after a round or two; the fit's info records which step each round ran. All give the same
+loss and update summed in another order: answers within 1e-4 of the gather step's on the
+tests' fixed seeds, not bit for bit, and the closed and compiled steps' within float32
+rounding of the gather step's in float64, the loop step's within 1.5e-6
+(tests/methods/test_qr_step_speed.py). On ADULT the steps are 3-7x (columns) and 6-15x
+(closed) faster than the gather step, a long run 1.65x faster again compiled, and the loop
+step 5-8x faster than the compiled one (docs/speed.md). The default is kept out of the
+parameters, so trial keys are those of the gather step it replaced.
 
 Output: every query's answer on the final rows, clipped to [0, 1] (as the code). Records
 (``output(SyntheticTable)``): randomized rounding of the final rows (the rows RAP's answers
@@ -102,7 +101,7 @@ RHO_CONVERSIONS = ("cks", "bun_steinke")
 #: how a step answers the measured queries and gets the gradient (module docstring):
 #: ``gather`` (the authors' way), ``columns``, ``closed``, ``compiled`` or ``loop`` (faster;
 #: answers within the tolerances tests/methods/test_qr_step_speed.py states, not bit for
-#: bit), or ``auto`` (RAP: loop; RAP-softmax: closed, then compiled: below)
+#: bit), or ``auto`` (loop; without Numba closed, then compiled: below)
 STEPS = ("auto", "gather", "columns", "closed", "compiled", "loop")
 DEFAULT_STEP = "auto"
 #: ``auto`` runs the closed step until the run's steps have done this much work (n' x
@@ -163,9 +162,6 @@ class RAP(RelaxedMethod):
                              f"{', '.join(RHO_CONVERSIONS)}")
         if step not in STEPS:
             raise ValueError(f"step={step!r} is unknown; valid: {', '.join(STEPS)}")
-        if step == "loop" and softmax:
-            raise ValueError("step='loop' serves RAP (softmax: false) only; valid for "
-                             f"RAP-softmax: {', '.join(s for s in STEPS if s != 'loop')}")
         extra = {} if step == DEFAULT_STEP else {"step": step}   # the default: the keys as before
         super().__init__(
             T=check_rounds(T), K=whole(K, "K", "queries per round"), softmax=softmax,
@@ -222,7 +218,7 @@ class RAP(RelaxedMethod):
         import torch
 
         how = self.params.get("step", DEFAULT_STEP)
-        if how in ("auto", "loop") and not self.params["softmax"]:
+        if how in ("auto", "loop"):
             if loop_ok and self._loop_available():
                 return "loop"
             how = "closed" if how == "loop" else how
@@ -286,26 +282,30 @@ class RAP(RelaxedMethod):
         from dpbench.methods.query_release._rap_loop import descend
 
         p = self.params
-        sub = ActiveColumns(W, past, sizes, False)
+        softmax = p["softmax"]
+        sub = ActiveColumns(W, past, sizes, softmax)
         P = sub.param.detach().numpy()               # shares sub.param's memory
+        starts = np.concatenate([[0], np.cumsum(sub.sizes)]) if softmax else []
         steps, code = descend(P, sub.index.cpu().numpy().astype(np.int64),
-                              target.detach().cpu().numpy().astype(np.float32), 1,
-                              float(p["lr"]), p["max_iters"], p["patience"], True,
-                              LOSS_TOL, IMPROVE_REL)
+                              target.detach().cpu().numpy().astype(np.float32),
+                              0 if softmax else 1, float(p["lr"]), p["max_iters"],
+                              p["patience"], not softmax, LOSS_TOL, IMPROVE_REL,
+                              np.asarray(starts, dtype=np.int64))
         sub.write_back(W)
         self.steps_.append(int(steps))
         self.stops_.append(self._stop_texts()[code])
 
     def _loop_available(self) -> bool:
-        """Whether the loop step can run here (Numba imports); if not, ``step_note_`` says
-        why and the closed step runs."""
-        if self.step_note_ is None:
+        """Whether the loop step can run here (Numba imports); if not, ``loop_note_`` says
+        why and ``auto``'s torch steps run."""
+        if not hasattr(self, "loop_note_"):
+            self.loop_note_ = None
             try:
                 import numba  # noqa: F401
             except ImportError as exc:
-                self.step_note_ = (f"Numba is not importable here ({exc}); the closed step "
+                self.loop_note_ = (f"Numba is not importable here ({exc}): the torch steps "
                                    "ran")
-        return self.step_note_ is None or "Numba" not in self.step_note_
+        return self.loop_note_ is None
 
     def _stop_texts(self) -> dict[int, str]:
         """What a round's stop code (``_rap_loop.STOP_*``) means, as ``step_stops`` says."""
@@ -355,5 +355,7 @@ class RAP(RelaxedMethod):
                                "exactly 2 T K releases, so it is spent",
                 "steps": self.steps_, "step_stops": self.stops_,
                 "step": step_summary(self.round_steps_),
-                **({"step_note": self.step_note_} if self.step_note_ else {}),
+                **({"step_note": notes} if (notes := "; ".join(
+                    n for n in (getattr(self, "loop_note_", None), self.step_note_) if n))
+                   else {}),
                 "softmax": self.params["softmax"]}
