@@ -31,15 +31,20 @@ conversion on both sides.
 Each run is a fresh process, one after the other, with one torch thread and
 OMP_NUM_THREADS=1 (dpbench: also one BLAS thread), killed after ``--limit`` seconds (then
 reported as "did not finish in N s", a lower bound). For each: wall and CPU seconds of the
-process and of the fit, peak resident memory (getrusage of the child), rounds, optimiser
-steps (MWEM: multiplicative updates on dpbench's side, rounds on theirs; PEP: projection
-steps; GEM / RAP: Adam steps) and fit CPU ms per step, and the max and mean absolute error
-of the output over the whole workload on the private rows. Then the ratios authors /
-dpbench. The output compared: MWEM and PEP their last distribution, GEM the expected answers
-of the EMA (0.9) of the last T/2 rounds' generators (their ``distr`` errors), RAP the
-clipped answers of the relaxed rows.
+process and of the fit (each side's fit after its imports: dpbench's side imports what its
+fits import on first use, scipy.optimize and Numba, before the fit's clock, as the
+authors' side imports its modules before its own), peak resident memory (getrusage of the
+child), rounds, optimiser steps (MWEM: multiplicative updates on dpbench's side, rounds on
+theirs; PEP: projection steps; GEM / RAP: Adam steps) and fit CPU ms per step, and the max
+and mean absolute error of the output over the whole workload on the private rows. Then
+the ratios authors / dpbench. The output compared: MWEM and PEP their last distribution,
+GEM the expected answers of the EMA (0.9) of the last T/2 rounds' generators (their
+``distr`` errors), RAP the clipped answers of the relaxed rows.
 
-The script prints how long it expects to take before it starts. Not a test.
+``--sides dpbench --reuse REPORT`` runs dpbench's side alone and takes the authors' runs
+of the same cells from an earlier report (their code is seeded and unchanged, so only its
+timings would move); the report says which side it reused. The script prints how long it
+expects to take before it starts. Not a test.
 """
 
 from __future__ import annotations
@@ -155,6 +160,11 @@ def child_dpbench(args: argparse.Namespace) -> None:
     params = json.loads(args.params)
     model = import_object(load_entry("method", method)["_target_"])(**params)
     acc = Accountant(args.eps[0], 1 / data.n**2, "zcdp")
+    # what a fit imports on first use (scipy.optimize for the exact rho conversion; Numba,
+    # RAP's loop), imported before the fit's clock as the authors' side imports its modules
+    # before its own; the process's CPU seconds still hold them
+    import numba  # noqa: F401
+    import scipy.optimize  # noqa: F401
     setup_s = time.perf_counter() - t0
     with threadpool_limits(limits=1):
         w, c = time.perf_counter(), time.process_time()
@@ -171,6 +181,31 @@ def child_dpbench(args: argparse.Namespace) -> None:
                       "rho": float(info["rho"]), "torch_threads": torch.get_num_threads()}))
 
 
+def reused_runs(args: argparse.Namespace, overrides: dict, cases: list[tuple]
+                ) -> dict[tuple, dict]:
+    """The runs of ``--reuse`` by (side, method, dataset, eps) when a side is not run here;
+    exits with a one-line error when the report is missing, of other settings or seed, or
+    lacks a cell."""
+    if set(args.sides) == {"authors", "dpbench"}:
+        return {}
+    if args.reuse is None or not args.reuse.is_file():
+        sys.exit(f"--sides {' '.join(args.sides)} needs --reuse REPORT, an earlier report of "
+                 f"the same cells (got {args.reuse})")
+    report = json.loads(args.reuse.read_text())
+    want = {m: settings(m, overrides) for m in args.methods}
+    got = report.get("settings", {})
+    if got.get("seed") != args.seed or any(got.get("methods", {}).get(m) != v
+                                           for m, v in want.items()):
+        sys.exit(f"{args.reuse} ran other settings or another seed than these "
+                 f"(seed {args.seed}, {json.dumps(want)})")
+    runs = {(r["side"], r["method"], r["dataset"], r["eps"]): r for r in report["runs"]}
+    missing = [(s, m, d, e) for m, d, e in cases for s in ("authors", "dpbench")
+               if s not in args.sides and (s, m, d, e) not in runs]
+    if missing:
+        sys.exit(f"{args.reuse} has no run of {missing[0]}")
+    return runs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--checkout", help="the authors' iterative-dp checkout")
@@ -184,6 +219,10 @@ def main() -> None:
     ap.add_argument("--limit", type=float, default=1800.0, help="seconds per run")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "bench_peers_qr.json")
+    ap.add_argument("--sides", nargs="+", choices=("authors", "dpbench"),
+                    default=["authors", "dpbench"], help="the sides to run")
+    ap.add_argument("--reuse", type=Path, help="an earlier report (--out) of the same cells, "
+                    "settings and seed: the sides not run here are taken from it")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     ap.add_argument("--params", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -212,6 +251,7 @@ def main() -> None:
              if d == "qr_adult_reduced" or m not in HISTOGRAM]
     if not cases:
         ap.error("nothing to run: MWEM and PEP run on qr_adult_reduced only")
+    earlier = reused_runs(args, overrides, cases)
     # rdt 0.4.0 declares Python < 3.9 and pandas < 1.1.5; the one class their GEM uses
     # (OneHotEncodingTransformer.fit: pd.get_dummies) runs on the pandas pinned here
     python = ensure_venv(PEER_VENV, PEER_PINS,
@@ -242,6 +282,11 @@ def main() -> None:
                              dataset, "--params", json.dumps(params), *common])]
         for side, cmd in plan:
             print(f"  {side} {method}, {dataset}, eps {eps} ...", end=" ", flush=True)
+            if side not in args.sides:
+                res = dict(earlier[side, method, dataset, eps])
+                print(f"{describe(res, args.limit)} (from {args.reuse})", flush=True)
+                runs.append(res)
+                continue
             res, _ = run_limited(cmd, args.limit, env, ROOT)
             res.update(side=side, method=method, dataset=dataset, eps=eps)
             print(describe(res, args.limit), flush=True)
@@ -250,7 +295,10 @@ def main() -> None:
     shutil.rmtree(work, ignore_errors=True)
     write_report(args.out, start, runs=runs,
                  settings={"seed": args.seed, "limit_s": args.limit,
-                           "methods": {m: settings(m, overrides) for m in args.methods}})
+                           "methods": {m: settings(m, overrides) for m in args.methods}},
+                 **({"reused": {"from": str(args.reuse), "sides": [
+                     s for s in ("authors", "dpbench") if s not in args.sides]}}
+                    if set(args.sides) != {"authors", "dpbench"} else {}))
     print(table(runs, args.limit))
     print(f"written {args.out}")
 

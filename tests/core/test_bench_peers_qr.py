@@ -1,5 +1,6 @@
 """scripts/bench_peers_qr.py refuses, in one line and before creating its virtual
-environment, when it is not given the authors' checkout or given a folder that is not one.
+environment, when it is not given the authors' checkout or given a folder that is not one,
+or asked to run one side without a report of the same cells to take the other from.
 (The benchmark itself is run by hand, ``make bench-peers-qr``; never as a test.)"""
 
 from __future__ import annotations
@@ -39,3 +40,24 @@ def test_a_folder_that_is_not_their_checkout(tmp_path, files) -> None:
     assert f"{tmp_path} is not a checkout of terranceliu/iterative-dp" in line
     assert ("Util/qm.py" if files else "mwem.py") in line
     assert "git clone" in line
+
+
+def _checkout(tmp_path):
+    for name in ("mwem.py", "pep.py", "gem.py", "rap.py", "Util/qm.py", "Util/util_gem.py",
+                 "Datasets/adult.csv", "Datasets/adult-domain.json"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    return tmp_path
+
+
+def test_one_side_needs_a_report_of_the_same_cells(tmp_path) -> None:
+    import json
+
+    checkout = _checkout(tmp_path / "itdp")
+    one = ("--checkout", str(checkout), "--methods", "rap", "--datasets", "qr_adult_reduced",
+           "--eps", "1", "--sides", "dpbench")
+    assert "needs --reuse REPORT" in refusal(*one)
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"settings": {"seed": 0, "methods": {"rap": {"T": 3}}},
+                                  "runs": []}))
+    assert "ran other settings or another seed" in refusal(*one, "--reuse", str(report))

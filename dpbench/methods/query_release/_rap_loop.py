@@ -17,9 +17,10 @@ last ``frozen`` rows are never updated (the ones row a query of fewer factors re
 ``index`` (q, k) int64 rows of ``P``; ``target`` (q,) float32.
 
 Arithmetic: float32 as torch's steps, in another order: each query's product summed
-pairwise over the rows, the loss summed over the queries in float64 (torch's is a float32
-sum, so the plateau rule here reads a loss without float32's rounding of the sum), the
-softmax's exp from the C library; no fast-math, so the order is the source's whatever
+pairwise over the rows, the loss summed over the queries one after the other in float32
+(as the code's loss is a float32 sum: the plateau rule reads a loss rounded as the
+code's is; a float64 sum, tried first, stopped RAP-softmax's rounds earlier than the
+code's), the softmax's exp from the C library; no fast-math, so the order is the source's whatever
 the compiler vectorises (with reassociation allowed, a fit compiled afresh and the same
 fit loaded from Numba's cache gave different answers). Adam is torch's
 (``torch.optim.Adam`` with its defaults: betas (0.9, 0.999), eps 1e-8, bias corrections
@@ -77,7 +78,8 @@ def _sum3(a: NDArray, b: NDArray, c: NDArray, tree: NDArray) -> np.float32:
 @numba.njit(**_JIT)
 def _loss_and_grad(P: NDArray, index: NDArray, target: NDArray, G: NDArray,
                    prefix: NDArray, suffix: NDArray, ones: NDArray, tree: NDArray) -> float:
-    """The squared-error loss of the queries ``index`` on ``P`` (float64) and its gradient
+    """The squared-error loss of the queries ``index`` on ``P`` (summed in float32, as the
+    code's torch loss, returned as a float64) and its gradient
     in ``G`` (zeroed first): per query, the prefix products of its factors (``prefix``,
     (k, B) scratch), the sum of the full product, then one pass per factor adding the
     coefficient -2 (target - answer) / B times the other factors' product and extending
@@ -89,7 +91,7 @@ def _loss_and_grad(P: NDArray, index: NDArray, target: NDArray, G: NDArray,
     G[:] = 0.0
     if k == 3:
         return _loss_and_grad_3(P, index, target, G, inv, tree)
-    loss = 0.0
+    loss = np.float32(0.0)
     for j in range(q):
         last = P[index[j, k - 1]]
         if k == 1:
@@ -102,7 +104,7 @@ def _loss_and_grad(P: NDArray, index: NDArray, target: NDArray, G: NDArray,
                     prefix[p, r] = prefix[p - 1, r] * row[r]
             s = _sum3(prefix[k - 1], last, ones, tree)
         resid = target[j] - s * inv
-        loss += np.float64(resid) * np.float64(resid)
+        loss += resid * resid
         c = np.float32(-2.0) * resid * inv
         if k == 1:
             g = G[index[j, 0]]
@@ -122,7 +124,7 @@ def _loss_and_grad(P: NDArray, index: NDArray, target: NDArray, G: NDArray,
         g = G[index[j, 0]]                      # the first: the suffix alone
         for r in range(B):
             g[r] += suffix[r]
-    return loss
+    return np.float64(loss)
 
 
 @numba.njit(**_JIT)
@@ -130,14 +132,14 @@ def _loss_and_grad_3(P: NDArray, index: NDArray, target: NDArray, G: NDArray,
                      inv: np.float32, tree: NDArray) -> float:
     """:func:`_loss_and_grad` for queries of 3 factors (3-way workloads): one pass for
     the product's sum, one per factor for its gradient (the forms Numba vectorises)."""
-    loss = 0.0
+    loss = np.float32(0.0)
     B = P.shape[1]
     for j in range(index.shape[0]):
         i0, i1, i2 = index[j, 0], index[j, 1], index[j, 2]
         a, b, c = P[i0], P[i1], P[i2]
         s = _sum3(a, b, c, tree)
         resid = target[j] - s * inv
-        loss += np.float64(resid) * np.float64(resid)
+        loss += resid * resid
         coef = np.float32(-2.0) * resid * inv
         g = G[i0]
         for r in range(B):
@@ -148,7 +150,7 @@ def _loss_and_grad_3(P: NDArray, index: NDArray, target: NDArray, G: NDArray,
         g = G[i2]
         for r in range(B):
             g[r] += coef * (a[r] * b[r])
-    return loss
+    return np.float64(loss)
 
 
 @numba.njit(**_JIT)
