@@ -44,7 +44,7 @@ tests' fixed seeds, not bit for bit, and the closed and compiled steps' within f
 rounding of the gather step's in float64, the loop step's within 1.5e-6
 (tests/methods/test_qr_step_speed.py). On ADULT the steps are 3-7x (columns) and 6-15x
 (closed) faster than the gather step, a long run 1.65x faster again compiled, and the loop
-step 5-8x faster than the compiled one (docs/speed.md). The default is kept out of the
+step 3.6-4.9x faster than the compiled one (docs/speed.md). The default is kept out of the
 parameters, so trial keys are those of the gather step it replaced.
 
 Output: every query's answer on the final rows, clipped to [0, 1] (as the code). Records
