@@ -39,7 +39,10 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from dpbench.methods.query_release.rap import STOP_CAP, STOP_PLATEAU, STOP_TOL
+#: why :func:`descend` stopped, by the code it returns: the cap, the loss below the
+#: tolerance, the plateau rule (``RAP._stop_texts`` words them)
+STOP_CAP, STOP_TOL, STOP_PLATEAU = 0, 1, 2
+STOP_REASONS = ("cap", "tol", "plateau")
 
 #: no fast-math: every sum and product rounds in the order the source gives, so a fit's
 #: numbers do not depend on how Numba vectorised it (with reassociation allowed, a fit
@@ -235,7 +238,7 @@ def descend(P: NDArray, index: NDArray, target: NDArray, frozen: int, lr: float,
     has not improved by a relative ``improve_rel`` on its best for more than ``patience``
     consecutive steps, or ``max_iters`` steps (``RAP._descend``'s rules, in its order:
     the rules read the loss before the step; ``rap.LOSS_TOL`` and ``rap.IMPROVE_REL`` are
-    passed in). Returns (steps, ``rap.STOP_*`` code).
+    passed in). Returns (steps, stop code: :data:`STOP_REASONS` names it).
 
     ``starts`` empty: ``P`` holds the rows the queries read (RAP). Else (RAP-softmax)
     ``P`` holds logits, the queries read their block softmax (the blocks of rows

@@ -138,8 +138,6 @@ def bun_steinke_rho(epsilon: float, delta: float) -> float:
 #: counts as one (the code's ReduceLROnPlateau threshold)
 LOSS_TOL = 1e-8
 IMPROVE_REL = 1e-7
-#: why a round stopped: the cap, the loss below LOSS_TOL, the plateau rule
-STOP_CAP, STOP_TOL, STOP_PLATEAU = 0, 1, 2
 
 
 class RAP(RelaxedMethod):
@@ -279,7 +277,7 @@ class RAP(RelaxedMethod):
         """One round of :meth:`_descend`'s optimisation as one compiled loop
         (:mod:`~dpbench.methods.query_release._rap_loop`) on the columns the measured
         queries read (``ActiveColumns``; the ones row frozen), written back into W."""
-        from dpbench.methods.query_release._rap_loop import descend
+        from dpbench.methods.query_release._rap_loop import STOP_REASONS, descend
 
         p = self.params
         softmax = p["softmax"]
@@ -293,7 +291,7 @@ class RAP(RelaxedMethod):
                               np.asarray(starts, dtype=np.int64))
         sub.write_back(W)
         self.steps_.append(int(steps))
-        self.stops_.append(self._stop_texts()[code])
+        self.stops_.append(self._stop_texts()[STOP_REASONS[code]])
 
     def _loop_available(self) -> bool:
         """Whether the loop step can run here (Numba imports); if not, ``loop_note_`` says
@@ -307,11 +305,12 @@ class RAP(RelaxedMethod):
                                    "ran")
         return self.loop_note_ is None
 
-    def _stop_texts(self) -> dict[int, str]:
-        """What a round's stop code (``_rap_loop.STOP_*``) means, as ``step_stops`` says."""
+    def _stop_texts(self) -> dict[str, str]:
+        """Why a round stopped (the cap, the loss below LOSS_TOL, the plateau rule), as
+        ``step_stops`` says it."""
         p = self.params
-        return {STOP_CAP: f"max_iters={p['max_iters']}", STOP_TOL: f"loss < {LOSS_TOL:g}",
-                STOP_PLATEAU: f"no improvement for {p['patience'] + 1} steps"}
+        return {"cap": f"max_iters={p['max_iters']}", "tol": f"loss < {LOSS_TOL:g}",
+                "plateau": f"no improvement for {p['patience'] + 1} steps"}
 
     def _descend(self, param: torch.Tensor, loss_and_grad: Any, fused: bool = False
                  ) -> None:
@@ -326,21 +325,21 @@ class RAP(RelaxedMethod):
         opt = torch.optim.Adam([param], lr=p["lr"], fused=fused or None)
         best, bad = float("inf"), 0
         texts = self._stop_texts()
-        stop = texts[STOP_CAP]
+        stop = texts["cap"]
         step = 0
         while step < p["max_iters"]:
             step += 1
             opt.zero_grad()
             value = loss_and_grad()
             if value < LOSS_TOL:
-                stop = texts[STOP_TOL]
+                stop = texts["tol"]
                 break
             if value < best * (1 - IMPROVE_REL):
                 best, bad = value, 0
             else:
                 bad += 1
             if bad > p["patience"]:
-                stop = texts[STOP_PLATEAU]
+                stop = texts["plateau"]
                 break
             opt.step()
             if not p["softmax"]:
