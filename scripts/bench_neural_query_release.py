@@ -34,8 +34,8 @@ thread, and the speed of the all-query answer engine against the authors' way.
    gather of the measured queries' columns and their product), so only its time, for
    ``step: gather`` (the authors', float32 and float64), ``columns``, ``closed`` and
    ``compiled`` (its compile excluded: best of the repeats) in float32, each with its
-   ratio to the float32 gather step (same process); and RAP's ``loop`` (the round's
-   whole loop compiled by Numba; its compile excluded the same way).
+   ratio to the float32 gather step (same process); and ``loop`` (the round's whole
+   loop compiled by Numba; its compile excluded the same way).
 
 Run: nice python scripts/bench_neural_query_release.py [--eps 1.0] [--net default]
      [--gem-T 80] [--rap-K 25] [--rap-T 25] [--rap-max-iters 5000] [--rap-step compiled loop]
@@ -232,8 +232,7 @@ def print_steps(qs: QuerySet, true: np.ndarray, args: argparse.Namespace) -> Non
             base = None
             for step, dtype in (("gather", torch.float32), ("gather", torch.float64),
                                 ("columns", torch.float32), ("closed", torch.float32),
-                                ("compiled", torch.float32),
-                                *(() if softmax else (("loop", torch.float32),))):
+                                ("compiled", torch.float32), ("loop", torch.float32)):
                 sec, calls = rap_step(qs, true, softmax, q, dtype, args.step_count,
                                       args.repeats, step)
                 base = base or sec

@@ -6,7 +6,7 @@ between the steps.
 
 Why: on ADULT's 1,000 relaxed rows a RAP step is a few memory passes over the measured
 queries' factors, and the torch steps spend most of it elsewhere: a kernel launch per
-operation (~15 a step), torch's Adam, the gradient's ``index_add`` scatter, Python. Here
+operation, torch's Adam, the gradient's ``index_add`` scatter, Python. Here
 each query costs four vectorised passes over contiguous rows of B values (its product's
 sum, then one gradient pass per factor), and Adam one pass over the optimised columns
 (the speed is in docs/speed.md).
@@ -23,8 +23,8 @@ code's is; a float64 sum, tried first, stopped RAP-softmax's rounds earlier than
 code's), the softmax's exp from the C library; no fast-math, so the order is the source's whatever
 the compiler vectorises (with reassociation allowed, a fit compiled afresh and the same
 fit loaded from Numba's cache gave different answers). Adam is torch's
-(``torch.optim.Adam`` with its defaults: betas (0.9, 0.999), eps 1e-8, bias corrections
-in float64 as torch computes them). The results are within float32 rounding of the
+(``torch.optim.Adam``'s update with its defaults: betas (0.9, 0.999), eps 1e-8; the bias
+corrections computed in float64). The results are within float32 rounding of the
 torch steps, as carried by Adam (tests/methods/test_qr_step_speed.py states the
 tolerances and checks that a fresh and a cached build give the same answers).
 

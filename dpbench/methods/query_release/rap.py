@@ -211,7 +211,8 @@ class RAP(RelaxedMethod):
 
     def _round_step(self, k: int, loop_ok: bool = False) -> str:
         """The step of the next round on queries of ``k`` factors (``auto``: the module
-        docstring). The compiled step is built the first time it is chosen; if it cannot
+        docstring; ``loop_ok``: the rows are float32 on the CPU, as the loop needs). The
+        compiled step is built the first time it is chosen; if it cannot
         be, the closed step runs and ``step_note_`` says why."""
         import torch
 
