@@ -349,9 +349,16 @@ def test_every_page_loads_clean_in_chromium(site: Path, browser, tmp_path: Path)
         messages = load(browser, page)
         errors = [m for m in messages if m["level"] == "SEVERE"]
         assert not errors, (page, errors)
-        broken = browser.execute_script(
-            "return Array.from(document.images).filter(i => !i.complete || "
-            "i.naturalWidth === 0).map(i => i.src)")
+        # wait (up to 10 s) for every image to finish loading or fail, so an image
+        # still being decoded on a loaded machine is not counted as broken
+        broken = browser.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "const imgs = Array.from(document.images);"
+            "const settle = i => i.complete ? Promise.resolve() : new Promise(r => {"
+            "  i.addEventListener('load', r); i.addEventListener('error', r); });"
+            "const late = new Promise(r => setTimeout(r, 10000));"
+            "Promise.race([Promise.all(imgs.map(settle)), late]).then(() => done("
+            "  imgs.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)));")
         assert not broken, (page, broken)
         loaded = browser.execute_script(
             "return performance.getEntriesByType('resource').map(e => e.name)")
