@@ -43,8 +43,13 @@ def test_a_folder_that_is_not_their_checkout(tmp_path, files) -> None:
 
 
 def _checkout(tmp_path):
-    for name in ("mwem.py", "pep.py", "gem.py", "rap.py", "Util/qm.py", "Util/util_gem.py",
-                 "Datasets/adult.csv", "Datasets/adult-domain.json"):
+    """A folder the script takes for their checkout: its own list of telling files."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_peers_qr", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    for name in script.CHECKOUT_FILES:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("")
     return tmp_path

@@ -196,7 +196,7 @@ def test_loop_gradient_is_autograds(k) -> None:
     # column, 40 queries of k factors (repeats and the ones column included; k = 3 is
     # the 3-way workloads' own loop), loss within a relative 1e-6 and the gradient within
     # 1e-6 of its largest entry (float32 sums of 1,000 products; measured <= 1.3e-7 and
-    # <= 1.5e-7)
+    # <= 2.0e-7)
     from dpbench.methods.query_release._rap_loop import _loss_and_grad, tree_scratch
 
     gen = torch.Generator().manual_seed(k)

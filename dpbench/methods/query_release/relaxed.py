@@ -320,7 +320,7 @@ def _prefix_products(XT: torch.Tensor, cols: torch.Tensor, P: torch.Tensor,
 def all_answers(X: torch.Tensor, index: torch.Tensor, chunk: int = CHUNK) -> NDArray:
     """Every query's answer (float64 numpy, flat layout) on relaxed rows ``X`` (B, d') by
     gathering, chunk by chunk of queries (the authors' way; the reference for
-    :class:`AnswerPlan`, which is ~50x faster on ADULT)."""
+    :class:`AnswerPlan`, which takes 0.03-0.05 s on ADULT's 1,000 rows against its ~10 s)."""
     import torch
 
     with torch.no_grad():
