@@ -9,6 +9,8 @@ hugin; these tests build such a case by hand.
 
 from __future__ import annotations
 
+import re
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -146,6 +148,75 @@ def test_semistable_can_be_finite_and_wrong_where_guarded_is_exact():
                                    np.asarray(hugin[cl].values), rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize(("seed", "scale"), [(0, 0.5), (2, 50.0), (3, 500.0), (4, 2000.0)])
+def test_tables_marginals_equal_hugins(seed, scale):
+    """tables (guarded's messages; each tree clique's belief built once as a table, exp'd
+    against its maximum and summed onto its measured cliques) gives hugin's marginals of a
+    total of 1000 to 1e-9 counts on random potentials with spreads up to ~12,000 in log
+    space (scale 2000, three sigma; seeded)."""
+    pot = _potentials(seed, scale)
+    hugin = ORACLES["hugin"](pot, 1000.0)
+    tables = ORACLES["tables"](pot, 1000.0)
+    for cl in CLIQUES:
+        np.testing.assert_allclose(np.asarray(tables[cl].values), np.asarray(hugin[cl].values),
+                                   rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("table_max_cells", [0, 30])
+def test_tables_contracts_a_large_tree_clique_as_guarded(monkeypatch, table_max_cells):
+    """A tree clique above TABLE_MAX_CELLS is not built as a table: its measured cliques are
+    contracted one by one as guarded does. With no table at all (0) and with the larger
+    tree cliques contracted and the smaller built (30 cells), the marginals are hugin's to
+    1e-9 counts (seeded; scale 500, where semistable is wrong by the whole total, so
+    guarded's fallback is taken)."""
+    monkeypatch.setattr(_mbi, "TABLE_MAX_CELLS", table_max_cells)
+    pot = _potentials(3, 500.0)
+    hugin = ORACLES["hugin"](pot, 1000.0)
+    tables = ORACLES["tables"](pot, 1000.0)
+    for cl in CLIQUES:
+        np.testing.assert_allclose(np.asarray(tables[cl].values), np.asarray(hugin[cl].values),
+                                   rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("case", ["nan", "finite_and_wrong"])
+def test_tables_is_exact_where_semistable_fails(case):
+    """On both hand-built underflow cases (semistable NaN, and semistable finite but wrong
+    by the whole total) tables gives hugin's marginals to 1e-9 counts."""
+    if case == "nan":
+        pot, _ = _underflowing()
+    else:
+        domain = _mbi.to_domain(("a", "b", "c"), {"a": 2, "b": 2, "c": 2})
+        pot = _clique_vector(domain, {
+            ("a", "b"): np.zeros((2, 2)),
+            ("a", "c"): np.array([[0.0, -1000.0], [-2000.0, -2000.0]]),
+            ("b", "c"): np.array([[-1000.0, 0.0], [-2000.0, -2000.0]])})
+    hugin = ORACLES["hugin"](pot, 100.0)
+    tables = ORACLES["tables"](pot, 100.0)
+    for cl in pot.cliques:
+        np.testing.assert_allclose(np.asarray(tables[cl].values),
+                                   np.asarray(hugin[cl].values), rtol=0, atol=1e-9)
+
+
+def test_project_many_gives_each_projection():
+    """project_many reads many marginals off one table by summing shared attributes out
+    once: on a random table over five attributes, every subset of up to three attributes
+    (25 targets, in their own attribute order, some reversed) and the whole table equal
+    Factor.project's to 1e-12 relative (another summation order only; seeded)."""
+    import itertools
+    domain = _mbi.to_domain(MD_ATTRS, MD_SIZES)
+    rng = np.random.default_rng(5)
+    table = _mbi.mbi.Factor(domain, jnp.asarray(rng.random(domain.shape)))
+    targets = [c[::-1] if k % 3 == 0 else c for k, c in enumerate(
+        c for r in (1, 2, 3) for c in itertools.combinations(MD_ATTRS, r))]
+    targets.append(tuple(MD_ATTRS))
+    got = _mbi.project_many(table, targets)
+    assert set(got) == set(targets)
+    for t in targets:
+        assert got[t].domain.attributes == t
+        np.testing.assert_allclose(np.asarray(got[t].values),
+                                   np.asarray(table.project(t).values), rtol=1e-12)
+
+
 def test_non_finite_fit_is_redone_with_hugin():
     """estimate_mrf with semistable, warm-started on the underflowing potentials, returns
     exactly hugin's fit and counts one fallback; with hugin it counts none."""
@@ -194,17 +265,19 @@ def test_a_short_guarded_fit_takes_hugins_program(monkeypatch):
 
 
 def test_each_fit_is_compiled_with_the_options_of_its_length(monkeypatch):
-    """Short fits (cells x iterations <= FAST_COMPILE_MAX_WORK) and long guarded ones take
-    the fast-compile options, long hugin fits XLA's defaults (docs/speed.md: XLA's level-1
-    options for long guarded fits made a later process 30% faster and the linreg_adult
-    grid 23% slower), and the longest guarded ones (rank-weighted cells x iterations >
-    LONG_FIT_MIN_WORK) the level-1 options."""
+    """Short fits (cells x iterations <= FAST_COMPILE_MAX_WORK) take hugin's program and
+    long guarded ones guarded's, both with the fast-compile options; long hugin fits XLA's
+    defaults (docs/speed.md: XLA's level-1 options for long guarded fits made a later
+    process 30% faster and the linreg_adult grid 23% slower); the longest guarded ones
+    (rank-weighted cells x iterations > LONG_FIT_MIN_WORK) the tables oracle with the
+    level-1 options."""
     from dpbench import program_store
     seen = []
     call = program_store.call
 
     def spy(fn, args, **kw):
-        seen.append(kw.get("compiler_options"))
+        oracle = re.search(r"oracle='(\w+)'", kw["static"]).group(1)
+        seen.append((oracle, kw.get("compiler_options")))
         return call(fn, args, **kw)
 
     monkeypatch.setattr(program_store, "call", spy)
@@ -218,8 +291,8 @@ def test_each_fit_is_compiled_with_the_options_of_its_length(monkeypatch):
     _mbi.estimate_mrf(domain, measurements, iters=20, oracle="guarded")
     monkeypatch.setattr(_mbi, "LONG_FIT_MIN_WORK", work)
     _mbi.estimate_mrf(domain, measurements, iters=20, oracle="guarded")
-    assert seen == [_mbi.FAST_COMPILE, _mbi.FAST_COMPILE, None, _mbi.LONG_FIT,
-                    _mbi.FAST_COMPILE]
+    assert seen == [("hugin", _mbi.FAST_COMPILE), ("guarded", _mbi.FAST_COMPILE),
+                    ("hugin", None), ("tables", _mbi.LONG_FIT), ("guarded", _mbi.FAST_COMPILE)]
 
 
 def test_ranked_cells_weights_each_maximal_clique_by_its_attributes():

@@ -14,13 +14,13 @@ from dataclasses import asdict, dataclass
 ESTIMATORS = ("mrf", "mixture")
 #: names of the mrf estimator's marginal oracles, the keys of ``_mbi.ORACLES`` (the
 #: functions; tests/methods/test_oracles.py checks the two agree)
-ORACLES = ("hugin", "semistable", "guarded")
+ORACLES = ("hugin", "semistable", "guarded", "tables")
 #: the mrf estimator's marginal oracle unless a method sets ``oracle``
 DEFAULT_ORACLE = "guarded"
 
 #: Oracles whose marginals are HUGIN's up to rounding on every input (semistable's are not
 #: where it underflows): their small models may take flat.py's shared HUGIN program.
-EXACT_ORACLES = ("hugin", "guarded")
+EXACT_ORACLES = ("hugin", "guarded", "tables")
 
 #: Default of ``shared_max_cells``: models up to this many junction-tree cells are fitted by
 #: the shared size-class program. From per-fit timings of AIM's Adult fits (docs/speed.md):
@@ -46,7 +46,8 @@ class AIMSettings:
     #: marginals to rounding, einsums where they are exact; AIM on Adult at eps 1 1.49x /
     #: 1.80x faster than hugin in a first / later process, docs/speed.md) | hugin (mbi's, the
     #: default before 2026-11-25) | semistable (mbi's fast oracle, not exact where it
-    #: underflows)
+    #: underflows) | tables (guarded's messages, each tree clique's belief built once as a
+    #: table: what guarded runs for its longest fits, _mbi.LONG_FIT_MIN_WORK)
     oracle: str = DEFAULT_ORACLE
     #: models up to this many cells use the program shared by their size class (flat.py;
     #: hugin and guarded); 0: mbi's program per model structure for every fit
