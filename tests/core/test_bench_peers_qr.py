@@ -42,14 +42,19 @@ def test_a_folder_that_is_not_their_checkout(tmp_path, files) -> None:
     assert "git clone" in line
 
 
-def _checkout(tmp_path):
-    """A folder the script takes for their checkout: its own list of telling files."""
+def _script():
+    """The script as a module (its helpers, without running it)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_peers_qr", SCRIPT)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    for name in script.CHECKOUT_FILES:
+    return script
+
+
+def _checkout(tmp_path):
+    """A folder the script takes for their checkout: its own list of telling files."""
+    for name in _script().CHECKOUT_FILES:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("")
     return tmp_path
@@ -66,3 +71,7 @@ def test_one_side_needs_a_report_of_the_same_cells(tmp_path) -> None:
     report.write_text(json.dumps({"settings": {"seed": 0, "methods": {"rap": {"T": 3}}},
                                   "runs": []}))
     assert "ran other settings or another seed" in refusal(*one, "--reuse", str(report))
+    same = {"seed": 0, "methods": {"rap": _script().settings("rap", {})}}
+    report.write_text(json.dumps({"settings": same, "runs": []}))
+    line = refusal(*one, "--reuse", str(report))
+    assert f"{report} has no run of ('authors', 'rap', 'qr_adult_reduced', 1.0)" in line
