@@ -178,26 +178,35 @@ def einsum_guarded(log_factors: list[mbi.Factor], dom: mbi.Domain) -> mbi.Factor
 
 
 #: Largest tree clique (cells) whose belief message_passing_tables builds as a table; a larger
-#: one's measured cliques are contracted from its inputs one by one, as guarded does.
-TABLE_MAX_CELLS = 2**20
+#: one's measured cliques are read off its marginals on smaller attribute sets, of at most
+#: COVER_MAX_CELLS cells each (a measured clique larger than that has its own). Chosen on
+#: two captured Dutch paper-settings models (docs/speed.md, 2026-11-27): 2^16 / 2^16 fit
+#: the 8.0 MB one in 30.8 s against 37.1 s building its 746k-cell tree clique, and 14-262k
+#: cell sets fit the 31.6 MB one within 33-35 s.
+TABLE_MAX_CELLS = 2**16
+COVER_MAX_CELLS = 2**16
 
 
 def message_passing_tables(potentials: mbi.CliqueVector, total: float = 1.0, *,
                            constraints: tuple = ()) -> mbi.CliqueVector:
-    """guarded's messages, and each measured clique's marginal summed from its tree clique's
-    belief, built once as a table.
+    """guarded's messages, and the measured cliques' marginals read off a few belief tables
+    per tree clique instead of one contraction each.
 
     mbi's message_passing_implicit (guarded's) contracts every input of a tree clique onto
-    each measured clique it holds, one einsum (and one guard, with HUGIN's materialised
-    fallback compiled beside it) per measured clique; on the excess-risk paper's Dutch
-    models (24 measured cliques in four tree cliques of 6-9 attributes, 1.05M cells) that
-    is ~60% of a call and ~80% of its compile time. Here the messages are guarded's (the
-    same schedule and contractions), and each tree clique's log-belief (its potentials plus
-    its incoming messages) is added into one table, exponentiated once against the table's
-    maximum and summed onto each measured clique: HUGIN's marginals (mbi's hugin also sums
-    its normalised beliefs) to rounding. A cell that underflows sits more than ~745 below
-    the table's largest in log space, so it holds less than 1e-300 of the total, as in
-    HUGIN's exp of the normalised log-belief."""
+    each measured clique it holds: one einsum of all of them (and one guard, with HUGIN's
+    materialised fallback compiled beside it) per measured clique. On the excess-risk
+    paper's Dutch models (24-27 measured cliques, tree cliques of up to 10 attributes and
+    4.0M cells) those are most of a call and of its compile time. Here the messages are
+    guarded's (the same schedule and contractions). A tree clique of at most TABLE_MAX_CELLS
+    cells has its log-belief (its potentials plus its incoming messages) added into one
+    table; a larger one is covered by attribute sets of at most COVER_MAX_CELLS cells
+    (belief_tables), each the guarded contraction of its inputs onto the set. Each table is
+    exponentiated once against its maximum, normalised to the total and summed onto the
+    measured cliques it holds (project_many): HUGIN's marginals to rounding (mbi's hugin
+    also sums its normalised beliefs). A cell that underflows sits more than ~745 below the
+    table's largest in log space, so it holds less than 1e-300 of the total, as in HUGIN's
+    exp of the normalised log-belief. One 1,000-step fit of either captured Dutch model:
+    ~2.2x less CPU than guarded's, about half of it compiling."""
     if constraints:
         raise ValueError("message_passing_tables does not take constraints")
     domain, cliques = potentials.active_domain, potentials.cliques
@@ -218,25 +227,45 @@ def message_passing_tables(potentials: mbi.CliqueVector, total: float = 1.0, *,
         messages[(i, j)] = einsum_guarded(inputs, shared)
     marginals = {}
     for tc in tree_cliques:
-        inputs = [potentials[cl] for cl in held[tc]] + [
-            m for (_, j), m in messages.items() if j == tc]
-        if domain.size(tc) > TABLE_MAX_CELLS:     # guarded's contraction per measured clique
-            for cl in held[tc]:
-                marginals[cl] = einsum_guarded(inputs, domain.project(cl)).normalize(
-                    total, log=True).exp()
-            continue
         if not held[tc]:
             continue
-        dom = domain.project(tc)
-        log_belief = mbi.Factor.zeros(dom)
-        for f in inputs:
-            log_belief = log_belief + f
-        log_belief = log_belief.transpose(dom.attributes)
-        belief = (log_belief - jax.numpy.max(log_belief.values)).exp()
-        scale = total / jax.numpy.sum(belief.values)
-        for cl, table in project_many(belief, held[tc]).items():
-            marginals[cl] = table * scale
+        inputs = [potentials[cl] for cl in held[tc]] + [
+            m for (_, j), m in messages.items() if j == tc]
+        for attrs, members in belief_tables(domain, tc, held[tc]):
+            if attrs == tc:                       # the tree clique's own belief, added up
+                log_belief = mbi.Factor.zeros(domain.project(tc))
+                for f in inputs:
+                    log_belief = log_belief + f
+                log_belief = log_belief.transpose(tc)
+            else:                                 # its marginal on attrs, as guarded's
+                log_belief = einsum_guarded(inputs, domain.project(attrs))
+            belief = (log_belief - jax.numpy.max(log_belief.values)).exp()
+            scale = total / jax.numpy.sum(belief.values)
+            for cl, table in project_many(belief, members).items():
+                marginals[cl] = table * scale
     return mbi.CliqueVector(potentials.domain, cliques, marginals)
+
+
+def belief_tables(domain: mbi.Domain, tree_clique: Clique, members: Sequence[Clique]
+                  ) -> list[tuple[Clique, list[Clique]]]:
+    """The tables message_passing_tables reads a tree clique's measured cliques off: the
+    tree clique itself when it has at most TABLE_MAX_CELLS cells, else a cover of its
+    measured cliques by attribute sets of at most COVER_MAX_CELLS cells (largest clique
+    first, each into the set it grows least), each computed by one guarded contraction
+    instead of one per measured clique."""
+    if domain.size(tree_clique) <= TABLE_MAX_CELLS:
+        return [(tuple(tree_clique), list(members))]
+    groups: list[tuple[set, list]] = []
+    for cl in sorted(members, key=lambda c: -domain.size(c)):
+        sizes = [(domain.size(tuple(g | set(cl))), k) for k, (g, _) in enumerate(groups)]
+        fits = [(n, k) for n, k in sizes if n <= COVER_MAX_CELLS]
+        if fits:
+            k = min(fits)[1]
+            groups[k][0].update(cl)
+            groups[k][1].append(cl)
+        else:
+            groups.append((set(cl), [cl]))
+    return [(tuple(a for a in tree_clique if a in g), m) for g, m in groups]
 
 
 def project_many(table: mbi.Factor, targets: Sequence[Clique]) -> dict[Clique, mbi.Factor]:
@@ -397,8 +426,8 @@ def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[Linea
         # takes hugin (the same marginals to rounding), a long one guarded with the
         # fast-compile options (~3x faster to compile, ~2x slower to run: still 1.6-2x
         # faster than hugin's fit of those models), and the longest with LONG_FIT and
-        # guarded's messages but beliefs built once per tree clique (``tables``: the same
-        # marginals to rounding; on Dutch's models far less to compile and to run)
+        # guarded's messages but the marginals read off a few tables per tree clique
+        # (``tables``: the same marginals to rounding; ~2.2x less CPU on Dutch's models)
         long = not fast and ranked_cells(domain, loss_fn.cliques) * iters > LONG_FIT_MIN_WORK
         estimator = dataclasses.replace(estimator, oracle="hugin" if fast else
                                         "tables" if long else "guarded")
