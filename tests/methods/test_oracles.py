@@ -46,16 +46,20 @@ def _potentials(seed: int, scale: float) -> object:
         cl: rng.normal(0, scale, [MD_SIZES[a] for a in cl]) for cl in CLIQUES})
 
 
+def _assert_hugins(oracle: str, pot: object, total: float = 1000.0) -> None:
+    """``oracle``'s marginals of ``pot`` are hugin's to 1e-9 counts."""
+    hugin = ORACLES["hugin"](pot, total)
+    got = ORACLES[oracle](pot, total)
+    for cl in pot.cliques:
+        np.testing.assert_allclose(np.asarray(got[cl].values), np.asarray(hugin[cl].values),
+                                   rtol=0, atol=1e-9)
+
+
 @pytest.mark.parametrize(("seed", "scale"), [(0, 0.5), (1, 5.0), (2, 50.0)])
 def test_semistable_marginals_equal_hugins(seed, scale):
     """On random potentials with spreads up to ~150 in log space (scale 50, three sigma),
     both oracles give the same marginals of a total of 1000 to 1e-9 counts (seeded)."""
-    pot = _potentials(seed, scale)
-    hugin = ORACLES["hugin"](pot, 1000.0)
-    semi = ORACLES["semistable"](pot, 1000.0)
-    for cl in CLIQUES:
-        np.testing.assert_allclose(np.asarray(semi[cl].values), np.asarray(hugin[cl].values),
-                                   rtol=0, atol=1e-9)
+    _assert_hugins("semistable", _potentials(seed, scale))
 
 
 @pytest.mark.parametrize(("seed", "scale"), [(0, 0.5), (2, 50.0), (3, 500.0), (4, 2000.0)])
@@ -150,16 +154,11 @@ def test_semistable_can_be_finite_and_wrong_where_guarded_is_exact():
 
 @pytest.mark.parametrize(("seed", "scale"), [(0, 0.5), (2, 50.0), (3, 500.0), (4, 2000.0)])
 def test_tables_marginals_equal_hugins(seed, scale):
-    """tables (guarded's messages; each tree clique's belief built once as a table, exp'd
-    against its maximum and summed onto its measured cliques) gives hugin's marginals of a
+    """tables (guarded's messages; each small tree clique's belief built once as a table,
+    exp'd against its maximum and summed onto its measured cliques) gives hugin's marginals of a
     total of 1000 to 1e-9 counts on random potentials with spreads up to ~12,000 in log
     space (scale 2000, three sigma; seeded)."""
-    pot = _potentials(seed, scale)
-    hugin = ORACLES["hugin"](pot, 1000.0)
-    tables = ORACLES["tables"](pot, 1000.0)
-    for cl in CLIQUES:
-        np.testing.assert_allclose(np.asarray(tables[cl].values), np.asarray(hugin[cl].values),
-                                   rtol=0, atol=1e-9)
+    _assert_hugins("tables", _potentials(seed, scale))
 
 
 @pytest.mark.parametrize(("table_max_cells", "cover_max_cells"), [(0, 0), (0, 10**6), (30, 12)])
@@ -173,12 +172,7 @@ def test_tables_reads_a_large_tree_clique_off_smaller_marginals(monkeypatch, tab
     total, so guarded's fallback is taken)."""
     monkeypatch.setattr(_mbi, "TABLE_MAX_CELLS", table_max_cells)
     monkeypatch.setattr(_mbi, "COVER_MAX_CELLS", cover_max_cells)
-    pot = _potentials(3, 500.0)
-    hugin = ORACLES["hugin"](pot, 1000.0)
-    tables = ORACLES["tables"](pot, 1000.0)
-    for cl in CLIQUES:
-        np.testing.assert_allclose(np.asarray(tables[cl].values), np.asarray(hugin[cl].values),
-                                   rtol=0, atol=1e-9)
+    _assert_hugins("tables", _potentials(3, 500.0))
 
 
 def test_belief_tables_cover_each_measured_clique_once(monkeypatch):
@@ -213,11 +207,7 @@ def test_tables_is_exact_where_semistable_fails(case):
             ("a", "b"): np.zeros((2, 2)),
             ("a", "c"): np.array([[0.0, -1000.0], [-2000.0, -2000.0]]),
             ("b", "c"): np.array([[-1000.0, 0.0], [-2000.0, -2000.0]])})
-    hugin = ORACLES["hugin"](pot, 100.0)
-    tables = ORACLES["tables"](pot, 100.0)
-    for cl in pot.cliques:
-        np.testing.assert_allclose(np.asarray(tables[cl].values),
-                                   np.asarray(hugin[cl].values), rtol=0, atol=1e-9)
+    _assert_hugins("tables", pot, 100.0)
 
 
 def test_project_many_gives_each_projection():
