@@ -46,11 +46,11 @@ class AIMSettings:
     #: marginals to rounding, einsums where they are exact; AIM on Adult at eps 1 1.49x /
     #: 1.80x faster than hugin in a first / later process, docs/speed.md) | hugin (mbi's, the
     #: default before 2026-11-25) | semistable (mbi's fast oracle, not exact where it
-    #: underflows) | tables (guarded's messages, each tree clique's belief built once as a
-    #: table: what guarded runs for its longest fits, _mbi.LONG_FIT_MIN_WORK)
+    #: underflows) | tables (guarded's messages, the marginals read off a few belief tables
+    #: per tree clique: what guarded runs for its longest fits, _mbi.LONG_FIT_MIN_WORK)
     oracle: str = DEFAULT_ORACLE
     #: models up to this many cells use the program shared by their size class (flat.py;
-    #: hugin and guarded); 0: mbi's program per model structure for every fit
+    #: EXACT_ORACLES); 0: mbi's program per model structure for every fit
     shared_max_cells: int = SHARED_MAX_CELLS
 
     def __post_init__(self) -> None:
