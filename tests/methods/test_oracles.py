@@ -115,8 +115,8 @@ def test_the_underflow_case_is_real():
 
 def test_guarded_answers_the_underflow_case_without_a_fallback(monkeypatch):
     """On the hand-built case the guard takes HUGIN's arithmetic for the underflowing
-    messages: hugin's marginals (1e-9), and a fit (guarded's own program: every fit counts as
-    long) that needs no refit (no fallback)."""
+    messages: hugin's marginals (1e-9), and a fit (every fit counts as long, so the tables
+    oracle's program, guarded's messages) that needs no refit (no fallback)."""
     monkeypatch.setattr(_mbi, "FAST_COMPILE_MAX_WORK", 0)
     pot, measurements = _underflowing()
     guarded = ORACLES["guarded"](pot, 100.0)
@@ -250,21 +250,22 @@ def test_non_finite_fit_is_redone_with_hugin():
 def test_semistable_fit_reaches_hugins_optimum(monkeypatch):
     """300 steps of mirror descent on noisy marginals of 500 random records (seeded): the
     oracles round differently, so Armijo decisions may differ near convergence, but the
-    fitted marginals agree to 1e-4 of the total (~500). Every fit counts as long, so guarded
-    runs its own program (a short one would take hugin's)."""
+    fitted marginals agree to 1e-4 of the total (~500). Every fit counts as long, so the
+    default (guarded) runs the tables oracle's program (a short one would take hugin's)."""
     monkeypatch.setattr(_mbi, "FAST_COMPILE_MAX_WORK", 0)
     domain, measurements = noisy_measurements(3, [(a,) for a in MD_ATTRS] + CLIQUES)
     fits = {o: _mbi.estimate_mrf(domain, measurements, iters=300, oracle=o) for o in ORACLES}
     for cl in fits["hugin"].marginals.cliques:
-        for o in ("semistable", "guarded"):
+        for o in ("semistable", "guarded", "tables"):
             np.testing.assert_allclose(np.asarray(fits[o].marginals[cl].values),
                                        np.asarray(fits["hugin"].marginals[cl].values),
                                        rtol=0, atol=1e-4 * 500)
 
 
 def test_a_short_guarded_fit_takes_hugins_program(monkeypatch):
-    """guarded compiles ~3x slower than hugin: a fit below FAST_COMPILE_MAX_WORK (cells x
-    iterations) runs hugin's program, so it is hugin's fit exactly; a long one is not."""
+    """The default's longer-fit program (tables) compiles slower than hugin's (1.3-1.6x on
+    Dutch's captured models, docs/speed.md): a fit below FAST_COMPILE_MAX_WORK (cells x
+    iterations) runs hugin's program, so it is hugin's fit exactly; a longer one is not."""
     domain, measurements = noisy_measurements(3, [(a,) for a in MD_ATTRS] + CLIQUES)
     hugin = _mbi.estimate_mrf(domain, measurements, iters=50)
     short = _mbi.estimate_mrf(domain, measurements, iters=50, oracle="guarded")
@@ -278,12 +279,12 @@ def test_a_short_guarded_fit_takes_hugins_program(monkeypatch):
 
 
 def test_each_fit_is_compiled_with_the_options_of_its_length(monkeypatch):
-    """Short fits (cells x iterations <= FAST_COMPILE_MAX_WORK) take hugin's program and
-    long guarded ones guarded's, both with the fast-compile options; long hugin fits XLA's
-    defaults (docs/speed.md: XLA's level-1 options for long guarded fits made a later
-    process 30% faster and the linreg_adult grid 23% slower); the longest guarded ones
-    (rank-weighted cells x iterations > LONG_FIT_MIN_WORK) the tables oracle with the
-    level-1 options."""
+    """Under the default oracle (guarded), short fits (cells x iterations <=
+    FAST_COMPILE_MAX_WORK) take hugin's program and longer ones the tables oracle's, both
+    with the fast-compile options, the longest (rank-weighted cells x iterations >
+    LONG_FIT_MIN_WORK) with the level-1 options; long hugin fits XLA's defaults
+    (docs/speed.md: XLA's level-1 options for long fits made a later process 30% faster and
+    the linreg_adult grid 23% slower)."""
     from dpbench import program_store
     seen = []
     call = program_store.call
@@ -304,8 +305,8 @@ def test_each_fit_is_compiled_with_the_options_of_its_length(monkeypatch):
     _mbi.estimate_mrf(domain, measurements, iters=20, oracle="guarded")
     monkeypatch.setattr(_mbi, "LONG_FIT_MIN_WORK", work)
     _mbi.estimate_mrf(domain, measurements, iters=20, oracle="guarded")
-    assert seen == [("hugin", _mbi.FAST_COMPILE), ("guarded", _mbi.FAST_COMPILE),
-                    ("hugin", None), ("tables", _mbi.LONG_FIT), ("guarded", _mbi.FAST_COMPILE)]
+    assert seen == [("hugin", _mbi.FAST_COMPILE), ("tables", _mbi.FAST_COMPILE),
+                    ("hugin", None), ("tables", _mbi.LONG_FIT), ("tables", _mbi.FAST_COMPILE)]
 
 
 def test_ranked_cells_weights_each_maximal_clique_by_its_attributes():
@@ -363,15 +364,14 @@ def test_oracle_keeps_the_seed_and_gets_its_own_artifact(tmp_path):
 
 
 def test_a_longest_fit_is_the_fast_compile_fit_to_rounding(monkeypatch):
-    """The longest fits run the tables oracle (guarded's messages, the marginals read off
-    tables) compiled with LONG_FIT: float64 both ways, summed, fused and ordered
-    differently. On noisy marginals of 500 records (seeded): after 100 steps the two fits'
-    marginals agree to rounding (1e-9 of the total ~500; measured 1.8e-13); later one
-    side's Armijo test can accept a step the other rejects, and the paths part while both
-    descend (measured 0.045 after 300 steps, loss 13.686 against 13.698) and meet again
-    near the optimum: after 1,000 they agree within the oracles' tolerance (1e-4 of the
-    total, as test_semistable_fit_reaches_hugins_optimum; measured 6.5e-3; 1.3e-4 after
-    3,000)."""
+    """The longest fits run the tables oracle's program compiled with LONG_FIT, the others
+    with FAST_COMPILE: float64 both ways, fused and ordered differently. On noisy marginals
+    of 500 records (seeded): after 100 steps the two fits' marginals agree to rounding
+    (1e-9 of the total ~500; measured 5.7e-14); later one side's Armijo test can accept a
+    step the other rejects, and the paths part while both descend (measured 0.017 after
+    300 steps) and meet again near the optimum: after 1,000 they agree within the oracles'
+    tolerance (1e-4 of the total, as test_semistable_fit_reaches_hugins_optimum; measured
+    5.3e-4; 2.8e-5 after 3,000)."""
     monkeypatch.setattr(_mbi, "FAST_COMPILE_MAX_WORK", 0)
     domain, measurements = noisy_measurements(3, [(a,) for a in MD_ATTRS] + CLIQUES)
     for iters, tolerance in ((100, 1e-9), (1000, 1e-4)):

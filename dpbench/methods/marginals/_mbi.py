@@ -78,15 +78,17 @@ def _iters(iters: int) -> int:
 FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 FAST_COMPILE_MAX_WORK = 5e7
 
-#: XLA's level-1 options (no fusion emitters) for guarded's longest fits: ~2-3x slower to
-#: compile than FAST_COMPILE and ~3-4x faster to run on the excess-risk paper's Dutch
-#: models (docs/speed.md, 2026-11-27). Used when the fit's junction-tree cells, each
-#: weighted by its clique's number of attributes (level-0 code costs per cell grow with a
-#: table's rank), times the iterations exceed LONG_FIT_MIN_WORK. The DD-SSP paper's Adult
-#: eps-1 fits stay below it (at most 1.7e9), where level 1 made the linreg_adult grid
-#: slower, and so do the default profiles' 2 MB models but Dutch's largest.
+#: XLA's level-1 options (no fusion emitters) for the default oracle's longest fits: the
+#: tables oracle's program compiles 3.1-3.6x slower than with FAST_COMPILE and runs 1.5x
+#: (2.9 MB) to 3.8x (8.0 MB) faster on the excess-risk paper's Dutch models (docs/speed.md,
+#: 2026-11-28). Used when the fit's junction-tree cells, each weighted by its clique's
+#: number of attributes (level-0 code costs per cell grow with a table's rank), times the
+#: iterations exceed LONG_FIT_MIN_WORK: one 1,000-step fit of the 2.9 MB model (3.0e9) took
+#: 12.5 CPU-s with FAST_COMPILE and 15.7 with LONG_FIT, of the 8.0 MB one (9.4e9) 91.7 and
+#: 38.6. The DD-SSP paper's Adult eps-1 fits stay below it (at most 1.7e9), where level 1
+#: made the linreg_adult grid slower, and so do the default profiles' 2 MB models.
 LONG_FIT = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False}
-LONG_FIT_MIN_WORK = 2e9
+LONG_FIT_MIN_WORK = 5e9
 
 
 def _fused_impl(estimator: Estimator, domain: mbi.Domain, loss_fn: object, known_total: object,
@@ -424,17 +426,15 @@ def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[Linea
     fast = cells * iters <= FAST_COMPILE_MAX_WORK
     options = FAST_COMPILE if fast else None
     if getattr(estimator, "oracle", None) == "guarded":
-        # guarded's einsum programs run ~5x faster than hugin's on AIM's large Adult models
-        # but compile ~3x slower (docs/speed.md): a short fit, where compiling dominates,
-        # takes hugin (the same marginals to rounding), a long one guarded with the
-        # fast-compile options (~3x faster to compile, ~2x slower to run: still 1.6-2x
-        # faster than hugin's fit of those models), and the longest with LONG_FIT and
-        # guarded's messages but the marginals read off a few tables per tree clique
-        # (``tables``: the same marginals to rounding; 2.0-2.2x less CPU per fit on Dutch's
-        # models, 1.81x over its eps-2 paper-settings run)
+        # guarded's einsum messages run ~5x faster than hugin's on AIM's large models but
+        # compile slower (docs/speed.md): a short fit, where compiling dominates, takes
+        # hugin; a longer one the tables oracle (guarded's messages, the marginals read off
+        # a few tables per tree clique; the same marginals to rounding) with the
+        # fast-compile options, the longest with LONG_FIT. tables against guarded's own
+        # program, one fit of captured Dutch models: 1.8x less CPU at 0.46 MB (fast-compile),
+        # 2.0-2.2x at 8.0 and 31.6 MB (LONG_FIT); 1.81x over Dutch's eps-2 run
         long = not fast and ranked_cells(domain, loss_fn.cliques) * iters > LONG_FIT_MIN_WORK
-        estimator = dataclasses.replace(estimator, oracle="hugin" if fast else
-                                        "tables" if long else "guarded")
+        estimator = dataclasses.replace(estimator, oracle="hugin" if fast else "tables")
         options = LONG_FIT if long else FAST_COMPILE
     return program_store.call(
         functools.partial(_fused_impl, estimator, domain, iters=iters),

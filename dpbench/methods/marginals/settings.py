@@ -43,11 +43,12 @@ class AIMSettings:
     mixture_components: int = 10      # as private-pgm's MixtureInference default
     mixture_lr: float = 1.0           # Adam step size (as MixtureInference)
     #: marginal oracle of the mrf estimator (ORACLES): guarded (default: HUGIN's
-    #: marginals to rounding, einsums where they are exact; AIM on Adult at eps 1 1.49x /
-    #: 1.80x faster than hugin in a first / later process, docs/speed.md) | hugin (mbi's, the
+    #: marginals to rounding, einsums where they are exact; a fit takes hugin's program
+    #: when short, tables' otherwise, _mbi._estimate; AIM on Adult at eps 1 1.49x / 1.80x
+    #: faster than hugin in a first / later process, docs/speed.md) | hugin (mbi's, the
     #: default before 2026-11-25) | semistable (mbi's fast oracle, not exact where it
     #: underflows) | tables (guarded's messages, the marginals read off a few belief tables
-    #: per tree clique: what guarded runs for its longest fits, _mbi.LONG_FIT_MIN_WORK)
+    #: per tree clique)
     oracle: str = DEFAULT_ORACLE
     #: models up to this many cells use the program shared by their size class (flat.py;
     #: EXACT_ORACLES); 0: mbi's program per model structure for every fit
