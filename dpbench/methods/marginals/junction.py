@@ -14,7 +14,9 @@ in log space) and every marginal is read off it:
   by growing paths from the clique holding most of the query. On a connected
   subtree of a calibrated junction tree the joint of its attributes is the root
   belief times the conditionals P(c minus sep | sep) of the other cliques, so the
-  marginal is one ``einsum`` of those tables (numpy picks the contraction order);
+  marginal is one ``einsum`` of those tables (numpy's greedy order, in pairwise steps
+  of at most ELIMINATION_MAX_CELLS cells, each table first summed onto what the query
+  and the other tables need);
   attributes in different tree components are independent (outer product).
 
 ``CalibratedTree.marginals`` answers many queries at once (AIM's candidates each round):
@@ -38,6 +40,13 @@ from scipy.special import logsumexp
 
 from dpbench.methods.marginals.axes import aligned
 from dpbench.methods.marginals.workloads import Clique
+
+#: Largest intermediate (cells) of an elimination's pairwise contractions. np.einsum's
+#: "greedy" order caps intermediates at the largest operand, and past the cap it contracts
+#: the rest in one multi-operand loop over the product of their axes: on the excess-risk
+#: paper's Adult models (4-way candidates) that was 7.1 of a round's 13 CPU-s of candidate
+#: marginals; with pairwise steps of up to 2^20 cells (8 MB) 1.6 s (docs/speed.md).
+ELIMINATION_MAX_CELLS = 2**20
 
 
 class Table:
@@ -94,6 +103,7 @@ class CalibratedTree:
         self._comps = self._components()
         self.beliefs = self._calibrate(log_psi)
         self._conditionals: dict[tuple[Clique, Clique], np.ndarray] = {}
+        self._reductions: dict[tuple[Clique, Clique | None, Clique], np.ndarray] = {}
         self._comp_of = {a: i for i, comp in enumerate(self._comps) for c in comp for a in c}
         self._holding: dict[str, frozenset[int]] = {
             a: frozenset(i for i, c in enumerate(self.cliques) if a in c) for a in self.attributes}
@@ -193,14 +203,32 @@ class CalibratedTree:
 
     def _eliminate(self, query: Clique, comp: Sequence[Clique]) -> np.ndarray:
         """Counts over ``query`` (all in one tree component) by variable elimination on a
-        Steiner subtree of the component's cliques."""
+        Steiner subtree of the component's cliques: the root's belief times the others'
+        conditionals given their parents, summed onto ``query``. Each table first has the
+        attributes that neither the query nor another node of the subtree holds summed out
+        (:meth:`_reduced`, cached: AIM's candidates share these sums, which np.einsum would
+        redo per query; they were most of a 4-way selection's time)."""
         nodes, parent = self._steiner(query, comp)
+        wanted = set(query)
         letters = {a: i for i, a in enumerate(dict.fromkeys(a for c in nodes for a in c))}
         operands: list[object] = []
-        for c in nodes:
-            table = self.beliefs[c].values if parent[c] is None else self._conditional(c, parent[c])
-            operands += [table, [letters[a] for a in c]]
-        return np.einsum(*operands, [letters[a] for a in query], optimize="greedy")
+        for i, c in enumerate(nodes):
+            others = {a for d in nodes[:i] + nodes[i + 1:] for a in d}
+            keep = tuple(a for a in c if a in wanted or a in others)
+            operands += [self._reduced(c, parent[c], keep), [letters[a] for a in keep]]
+        return np.einsum(*operands, [letters[a] for a in query],
+                         optimize=("greedy", ELIMINATION_MAX_CELLS))
+
+    def _reduced(self, c: Clique, p: Clique | None, keep: Clique) -> np.ndarray:
+        """Clique c's belief (``p`` None) or its conditional given parent ``p``, summed onto
+        ``keep`` (c's attributes in c's order); cached."""
+        key = (c, p, keep)
+        cache = self._reductions
+        if key not in cache:
+            table = self.beliefs[c].values if p is None else self._conditional(c, p)
+            gone = tuple(i for i, a in enumerate(c) if a not in keep)
+            cache[key] = table.sum(axis=gone) if gone else table
+        return cache[key]
 
     def _steiner(self, query: Clique, comp: Sequence[Clique]
                  ) -> tuple[list[Clique], dict[Clique, Clique | None]]:
