@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -168,8 +168,8 @@ def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Cli
         t0 = time.perf_counter()
         est_before = estimate.seconds
         cands = _small_candidates(domain, candidates, measured, size_limit)
-        est = model.marginals(cands)
-        scores = candidate_scores(cands, answers, est, weights, sizes, sigma)
+        scores = candidate_scores(cands, answers, model.iter_marginals(cands), weights, sizes,
+                                  sigma)
         sensitivity = l1 * max(weights[c] for c in cands)
         charge(eps**2 / 8, f"aim:select:{t}")
         cl = cands[select(scores, eps, sensitivity, rng, relation=relation,
@@ -181,7 +181,7 @@ def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Cli
         pooled.add(cl, measure(answers[cl], sigma, rng, sensitivity=l2, relation=relation,
                                label=label), sigma)
         measured.append(cl)
-        before = est[cl].ravel()
+        before = model.marginals([cl])[cl].ravel()      # as scored, to the last bit (tested)
         model = estimate(pooled.list(), s.max_iters)
         moved = float(np.abs(model.marginal(cl).ravel() - before).sum())
         annealed = moved <= math.sqrt(2 / math.pi) * sigma * clique_size(cl, sizes)
@@ -210,10 +210,13 @@ def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Cli
 
 
 def candidate_scores(cands: Sequence[Clique], answers: Mapping[Clique, np.ndarray],
-                     est: Mapping[Clique, np.ndarray], weights: Mapping[Clique, float],
-                     sizes: Mapping[str, int], sigma: float) -> np.ndarray:
+                     est: Mapping[Clique, np.ndarray] | Iterable[tuple[Clique, np.ndarray]],
+                     weights: Mapping[Clique, float], sizes: Mapping[str, int],
+                     sigma: float) -> np.ndarray:
     """AIM's qualities q_r = w_r (||M_r(D) - M_r(p)||_1 - sqrt(2/pi) sigma n_r), all at once.
 
+    ``est``: the model's marginals, a mapping or (clique, table) pairs in ``cands``' order
+    (``MarginalModel.iter_marginals``: each is read once, so they need not all be held).
     Each error is ``np.abs(a - e).sum()`` over the flattened cells, computed in one scratch
     buffer (no per-candidate allocation; |e - a| is |a - e| exactly), so every score equals
     the one-by-one expression bit for bit (tested).
@@ -221,8 +224,11 @@ def candidate_scores(cands: Sequence[Clique], answers: Mapping[Clique, np.ndarra
     cells = np.array([clique_size(c, sizes) for c in cands], dtype=np.int64)
     l1 = np.empty(len(cands))
     scratch = np.empty(int(cells.max(initial=0)))
+    pairs = ((c, est[c]) for c in cands) if isinstance(est, Mapping) else iter(est)
     for i, c in enumerate(cands):
-        e = est[c]
+        got, e = next(pairs)
+        if got != c:
+            raise ValueError(f"marginal of {got} where candidate {c} was expected")
         flat = scratch[: e.size]
         np.subtract(e, answers[c].reshape(e.shape), out=flat.reshape(e.shape))
         np.abs(flat, out=flat)

@@ -32,7 +32,7 @@ with this module, since mbi brings JAX (planning commands import the method clas
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import networkx as nx
 import numpy as np
@@ -160,13 +160,16 @@ class CalibratedTree:
         computed once, inside a clique or by elimination, and shared by every query with the
         same part, and the parts of independent components are multiplied.
         """
+        return dict(self.iter_marginals(queries))
+
+    def iter_marginals(self, queries: Sequence[Sequence[str]]
+                       ) -> Iterator[tuple[Clique, np.ndarray]]:
+        """(query, counts) for every query in order, one at a time, the parts shared as in
+        :meth:`marginals` (a repeated query is computed again)."""
         parts: dict[Clique, Table] = {}
-        out: dict[Clique, np.ndarray] = {}
         for q in map(tuple, queries):
-            if q not in out:
-                self.check(q)
-                out[q] = self._answer(q, parts)
-        return out
+            self.check(q)
+            yield q, self._answer(q, parts)
 
     def check(self, clique: Clique) -> None:
         """Refuse, in one line, a query that repeats or names an unknown attribute."""
