@@ -86,10 +86,10 @@ FAST_COMPILE_MAX_WORK = 5e7
 #: iterations exceed LONG_FIT_MIN_WORK. One 1,000-step fit of captured Dutch models, CPU-s
 #: with FAST_COMPILE / LONG_FIT: 2.9 MB (3.0e9) 12.5 / 15.7, 3.3 MB (3.8e9) 31.3 / 22.8,
 #: 8.0 MB (9.4e9) 91.7 / 38.6: the crossover is near 3e9 but falls steeply past it, so the
-#: threshold stays at 2e9 (at 5e9 Dutch's eps-2 reference fit took 1,270 CPU-s, 1,188 at
-#: 2e9 the day before, not side by side). The DD-SSP
-#: paper's Adult eps-1 fits stay below it (at most 1.7e9), where level 1 made the
-#: linreg_adult grid slower, and so do the default profiles' 2 MB models.
+#: threshold stays at 2e9 (at 5e9 Dutch's eps-2 reference fit took 1,270 CPU-s, at 2e9
+#: 1,154 in the next sitting). The DD-SSP paper's Adult eps-1 fits stay below it (at most
+#: 1.7e9), where level 1 made the linreg_adult grid slower, and so do the default
+#: profiles' 2 MB models.
 LONG_FIT = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False}
 LONG_FIT_MIN_WORK = 2e9
 

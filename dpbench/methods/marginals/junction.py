@@ -43,9 +43,10 @@ from dpbench.methods.marginals.workloads import Clique
 
 #: Largest intermediate (cells) of an elimination's pairwise contractions. np.einsum's
 #: "greedy" order caps intermediates at the largest operand, and past the cap it contracts
-#: the rest in one multi-operand loop over the product of their axes: on the excess-risk
-#: paper's Adult models (4-way candidates) that was 7.1 of a round's 13 CPU-s of candidate
-#: marginals; with pairwise steps of up to 2^20 cells (8 MB) 1.6 s (docs/speed.md).
+#: the rest in one multi-operand loop over the product of their axes. On a captured
+#: excess-risk Adult model (0.53 MB) a round's candidate marginals (1,368 of at most 1M
+#: cells) took 7.7-8.9 CPU-s that way, 2.1-4.2 with pairwise steps of up to 2^20 cells
+#: (8 MB) and the reductions below (docs/speed.md, 2026-11-28).
 ELIMINATION_MAX_CELLS = 2**20
 
 
@@ -210,7 +211,7 @@ class CalibratedTree:
         conditionals given their parents, summed onto ``query``. Each table first has the
         attributes that neither the query nor another node of the subtree holds summed out
         (:meth:`_reduced`, cached: AIM's candidates share these sums, which np.einsum would
-        redo per query; they were most of a 4-way selection's time)."""
+        redo per query)."""
         nodes, parent = self._steiner(query, comp)
         wanted = set(query)
         letters = {a: i for i, a in enumerate(dict.fromkeys(a for c in nodes for a in c))}
