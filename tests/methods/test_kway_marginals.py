@@ -90,11 +90,9 @@ def test_elimination_contracts_two_tables_at_a_time(monkeypatch):
     """np.einsum's greedy order caps intermediates at the largest operand and contracts
     the rest in one loop over the product of their axes (slow: most of a 4-way selection
     round on the excess-risk paper's Adult models); the elimination's cap
-    (ELIMINATION_MAX_CELLS) keeps every step pairwise. A 4-way query at the chain's two
-    rest in one loop over the product of their axes (slow: most of a 4-way selection
-    round on the excess-risk paper's Adult models); the elimination's cap
     (ELIMINATION_MAX_CELLS) keeps every step pairwise. The query (c, d, h) on this model
-    (found by a seeded search) is such a case, and still brute force's."""
+    (found by a seeded search; the capped order takes a 3-operand step there) is such a
+    case, and the answer is still brute force's."""
     from dpbench.methods.marginals import junction
     cliques = [("a", "b", "f"), ("a", "d", "e"), ("e", "f", "h"), ("a", "c", "d"),
                ("b", "c", "d")]

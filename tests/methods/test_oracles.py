@@ -263,9 +263,10 @@ def test_semistable_fit_reaches_hugins_optimum(monkeypatch):
 
 
 def test_a_short_guarded_fit_takes_hugins_program(monkeypatch):
-    """The default's longer-fit program (tables) compiles slower than hugin's (1.3-1.6x on
-    Dutch's captured models, docs/speed.md): a fit below FAST_COMPILE_MAX_WORK (cells x
-    iterations) runs hugin's program, so it is hugin's fit exactly; a longer one is not."""
+    """The default's longer-fit program (tables) traces and compiles slower than hugin's
+    (1.05-1.45x on Dutch's captured models of 0.05-0.53 MB, docs/speed.md, 2026-11-28): a
+    fit below FAST_COMPILE_MAX_WORK (cells x iterations) runs hugin's program, so it is
+    hugin's fit exactly; a longer one is not."""
     domain, measurements = noisy_measurements(3, [(a,) for a in MD_ATTRS] + CLIQUES)
     hugin = _mbi.estimate_mrf(domain, measurements, iters=50)
     short = _mbi.estimate_mrf(domain, measurements, iters=50, oracle="guarded")
