@@ -9,7 +9,14 @@ Each trial to run gets its figures from the first of these that has them:
 2. **reference**: the same from the reference fits that ship with the experiment's paper
    (:mod:`~dpbench.runner.reference_costs`: trials measured on another machine), for a
    cell the store has none of;
-3. **model**: a per-method cost model fitted on the stored ok trials of the same method
+3. **interpolated**: for a cell none of whose own trials is known but whose dataset and
+   method (every setting but the budget) were measured at a smaller and at a larger budget
+   (stored trials, else reference fits, per budget as in 1 and 2): the seconds, and the
+   longest, of the nearest budget on each side joined by a straight line in log seconds
+   against log budget, memory the larger of the two. AIM-like costs grow faster than a
+   power of the budget between measured points, so the line lies above them: an
+   overestimate rather than the model's fit across datasets;
+4. **model**: a per-method cost model fitted on the stored ok trials of the same method
    class and budget unit, in any experiment: least squares of log seconds on the logs of
    the trial's features whose stored values span at least a factor of ``MIN_SPAN``
    (training rows ``n`` and columns ``d`` of its dataset, as stored trials of that dataset
@@ -22,7 +29,7 @@ Each trial to run gets its figures from the first of these that has them:
    longest to expect is the estimate times the largest ratio of actual to fitted time
    among the trials fitted; memory is the largest peak of the method's trials on the
    same dataset, else on any;
-4. **unknown**: counted and named, never given a number.
+5. **unknown**: counted and named, never given a number.
 
 Seconds are a trial's recorded data + fit + evaluation time (``timing``), without the
 start-up of its process. Memory is the record's ``peak_rss_mb``: the worker process's peak
@@ -50,11 +57,13 @@ from dpbench.runner.grid import costliest_first
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import OK, ResultStore, is_number
 
-SAME_CELL, REFERENCE, MODEL, MEDIAN, UNKNOWN = (
-    "same cell", "reference", "model", "median", "unknown")
+SAME_CELL, REFERENCE, INTERPOLATED, MODEL, MEDIAN, UNKNOWN = (
+    "same cell", "reference", "interpolated", "model", "median", "unknown")
 #: what each source is called in the plan
 SOURCE_TEXT = {SAME_CELL: "from stored trials of the same cells",
                REFERENCE: "from reference fits of the same cells",
+               INTERPOLATED: "interpolated between measured budgets of the same dataset and "
+                             "method",
                MODEL: "from a per-method model", MEDIAN: "from the method's median",
                UNKNOWN: "unknown"}
 #: headroom asked of runner.timeout_min over the longest task and of runner.mem_gb over
@@ -84,6 +93,11 @@ def record_mem_mb(record: Mapping[str, Any]) -> float | None:
 def cell_of(spec: TrialSpec) -> str:
     """The trial's cell: a hash of its identity with the trial number left out."""
     return digest({**spec.identity(), "trial": None})
+
+
+def budgets_of(spec: TrialSpec) -> str:
+    """The trial's cell with its budget left out: the cells that differ in budget only."""
+    return digest({**spec.identity(), "trial": None, "epsilon": None})
 
 
 def data_of(spec: TrialSpec) -> str:
@@ -181,6 +195,9 @@ class Estimator:
         for trials, cells in ((self.trials, self._cells), (self.reference, self._ref_cells)):
             for t in trials:
                 cells.setdefault(cell_of(t.spec), []).append(t)
+        self._budgets: dict[str, dict[float, str]] = {}   # cell without budget -> eps -> cell
+        for t in every:
+            self._budgets.setdefault(budgets_of(t.spec), {})[t.spec.epsilon] = cell_of(t.spec)
         for t in every:
             if t.lower_bound:                # a bound, not a time: no model fits on it
                 continue
@@ -206,14 +223,12 @@ class Estimator:
 
     def estimate(self, spec: TrialSpec) -> Estimate:
         """The figures of one trial, from the first source that has them."""
-        for cells, source in ((self._cells, SAME_CELL), (self._ref_cells, REFERENCE)):
-            same = cells.get(cell_of(spec))
-            if same:
-                secs = [t.seconds for t in same if not t.lower_bound]
-                bound = max((t.seconds for t in same if t.lower_bound), default=0.0)
-                mean = sum(secs) / len(secs) if secs else 0.0
-                return Estimate(max(mean, bound), max([*secs, bound]), _max_mem(same), source,
-                                at_least=bound > mean)
+        known = self._measured(cell_of(spec))
+        if known is not None:
+            return known
+        between = self._interpolate(spec)
+        if between is not None:
+            return between
         group = self._groups.get(group_of(spec))
         if not group:
             return Estimate(None, None, None, UNKNOWN)
@@ -231,6 +246,41 @@ class Estimator:
             seconds, source = float(coef[0]), MEDIAN
         return Estimate(seconds, seconds * spread, mem, source,
                         beyond=self._beyond(group_of(spec), want))
+
+    def _measured(self, cell: str) -> Estimate | None:
+        """The figures of a cell from its own stored trials, else its reference fits: their
+        mean seconds (at least a stopped fit's), the longest, the largest peak memory."""
+        for cells, source in ((self._cells, SAME_CELL), (self._ref_cells, REFERENCE)):
+            same = cells.get(cell)
+            if same:
+                secs = [t.seconds for t in same if not t.lower_bound]
+                bound = max((t.seconds for t in same if t.lower_bound), default=0.0)
+                mean = sum(secs) / len(secs) if secs else 0.0
+                return Estimate(max(mean, bound), max([*secs, bound]), _max_mem(same), source,
+                                at_least=bound > mean)
+        return None
+
+    def _interpolate(self, spec: TrialSpec) -> Estimate | None:
+        """The figures of a cell between the nearest measured budgets of its dataset and
+        method on either side (the module's docstring, source 3), else None."""
+        budgets = self._budgets.get(budgets_of(spec), {})
+        below = max((e for e in budgets if e < spec.epsilon), default=None)
+        above = min((e for e in budgets if e > spec.epsilon), default=None)
+        if below is None or above is None or below <= 0:
+            return None
+        lo, hi = (self._measured(budgets[e]) for e in (below, above))
+        if lo is None or hi is None or not (lo.seconds and hi.seconds and lo.longest
+                                            and hi.longest):
+            return None
+        t = math.log(spec.epsilon / below) / math.log(above / below)
+
+        def line(a: float, b: float) -> float:
+            return math.exp((1 - t) * math.log(a) + t * math.log(b))
+
+        mems = [m for m in (lo.mem_mb, hi.mem_mb) if m is not None]
+        return Estimate(line(lo.seconds, hi.seconds), line(lo.longest, hi.longest),
+                        max(mems) if mems else None, INTERPOLATED,
+                        at_least=lo.at_least or hi.at_least)
 
     def _fit(self, group: tuple[str, str], want: Mapping[str, float]
              ) -> tuple[tuple[str, ...], np.ndarray, float]:

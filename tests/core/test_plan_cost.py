@@ -11,12 +11,14 @@ import pytest
 
 from dpbench.entry import main
 from dpbench.runner.cost import (
+    INTERPOLATED,
     MEDIAN,
     MODEL,
     SAME_CELL,
     UNKNOWN,
     Estimator,
     SlurmLimits,
+    Stored,
     array_tasks,
     cost_lines,
     grid_cost,
@@ -56,6 +58,35 @@ def test_same_cell_gives_the_stored_mean_longest_and_peak(tmp_path: Path) -> Non
     assert est.source == SAME_CELL
     assert est.seconds == pytest.approx(3.0) and est.longest == pytest.approx(4.0)
     assert est.mem_mb == 300.0 and est.beyond == ()
+
+
+def test_interpolated_between_the_nearest_budgets_of_the_same_cell(tmp_path: Path) -> None:
+    """A cell measured at neither its budget nor any other of its own trials takes the line in
+    log-log between the nearest smaller and larger measured budgets of its dataset and
+    method: the geometric mean at the midpoint in log budget (means 3 s at eps 0.5, stored,
+    and 72 s at eps 2, reference fits; longest 4 and 96), the larger memory, a stored cell
+    preferred to a reference fit at the same budget (the 999 s one is not used), the
+    nearest budget above (not eps 4), and exact for a power law between its ends; a budget
+    beyond every measured one, or another parameter, takes the model."""
+    store = ResultStore(tmp_path)
+    put(store, spec("a", "m", 0.5, 0, k=3), 2.0, mem=100.0)
+    put(store, spec("a", "m", 0.5, 1, k=3), 4.0, mem=100.0)      # mean 3, longest 4
+    put(store, spec("a", "m", 4.0, 0, k=3), 1e6, mem=900.0)      # not the nearest above
+    for eps, secs in ((0.25, 1.0), (2.0, 48.0), (2.0, 48.0)):
+        put(store, spec("b", "m", eps, k=3), secs)
+    reference = [Stored(spec("a", "m", 2.0, 0, k=3), 48.0, 300.0, (1000, 5)),
+                 Stored(spec("a", "m", 2.0, 1, k=3), 96.0, 300.0, (1000, 5)),
+                 Stored(spec("a", "m", 0.5, 0, k=3), 999.0, 5000.0, (1000, 5))]
+    est = Estimator(stored_trials(store), reference=reference)
+    got = est.estimate(spec("a", "m", 1.0, 5, k=3))
+    assert got.source == INTERPOLATED
+    assert got.seconds == pytest.approx(math.sqrt(3.0 * 72.0), rel=1e-12)   # means 3 and 72
+    assert got.longest == pytest.approx(math.sqrt(4.0 * 96.0), rel=1e-12)
+    assert got.mem_mb == 300.0
+    assert est.estimate(spec("b", "m", 1.0, k=3)).seconds == pytest.approx(
+        4.0 ** (math.log(48) / math.log(8)), rel=1e-12)      # 1 s x (eps / 0.25)^(log 48 / log 8)
+    assert est.estimate(spec("a", "m", 8.0, k=3)).source == MODEL
+    assert est.estimate(spec("a", "m", 1.0, k=5)).source == MODEL
 
 
 def test_model_recovers_a_power_law_and_names_its_extrapolation(tmp_path: Path) -> None:
@@ -159,7 +190,8 @@ def test_plan_states_the_slurm_verdict(tmp_path: Path, capsys: pytest.CaptureFix
 
 def test_estimate_against_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Run a tiny grid; a plan of the same cells states their recorded times exactly, and
-    for a new budget the model's estimate is within a factor of 3 of the run's time."""
+    for a new budget between the stored ones the interpolated estimate is within a factor of
+    3 of the run's time."""
     from dpbench.cli import compose_config, grid
 
     base = ["experiment=linreg_adult", "methods=[ssp]", "profile=smoke", "trials=3",
@@ -180,7 +212,7 @@ def test_estimate_against_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
     new = grid(compose_config([*base, "epsilons=[0.3]"]))
     cost = grid_cost(new, new, store)
-    assert {cost.estimates[s.key].source for s in new} == {MODEL}
+    assert {cost.estimates[s.key].source for s in new} == {INTERPOLATED}
     estimate = sum(cost.estimates[s.key].seconds for s in new)
     assert main(["run", *base, "epsilons=[0.3]", *run]) == 0
     actual = sum(record_seconds(store.get(s.key)) for s in new)
