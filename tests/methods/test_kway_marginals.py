@@ -116,6 +116,49 @@ def test_elimination_contracts_two_tables_at_a_time(monkeypatch):
     np.testing.assert_allclose(got, brute_marginal(p, attrs, query), rtol=1e-10, atol=1e-12)
 
 
+def test_large_tree_cliques_share_chained_sums(monkeypatch):
+    """A tree clique of at least CHAIN_MIN_CELLS cells answers the marginals it holds by
+    chains of single-attribute sums, the largest attribute first, with cached intermediate
+    tables: the answers are brute force's, they reuse the cache (far fewer reads of the
+    whole table than queries), and each has the same bits asked alone, among the others, or
+    with the cache evicted after every table (AIM scores a candidate and computes the chosen
+    one's marginal again)."""
+    from dpbench.methods.marginals import junction
+    sizes = {"a": 3, "b": 4, "c": 2, "d": 5, "e": 3, "f": 2, "g": 4}
+    attrs = sorted(sizes)
+    cliques = [("a", "b", "c", "d", "e"), ("d", "e", "f", "g")]   # 360 and 120 cells
+    monkeypatch.setattr(junction, "CHAIN_MIN_CELLS", 300)         # the first is chained
+    rng = np.random.default_rng(5)
+    tables = [rng.normal(scale=1.0, size=[sizes[x] for x in cl]) for cl in cliques]
+    queries = [q for k in (1, 2, 3) for q in itertools.combinations(cliques[0], k)]
+    tree = CalibratedTree(sizes, attrs, cliques, tables, total=TOTAL)
+    host = tree.host(("a", "b"))
+    reads = []
+    full = tree.beliefs[host].values
+
+    class Spy(np.ndarray):
+        def sum(self, *args, **kwargs):
+            reads.append(1)
+            return np.asarray(self).sum(*args, **kwargs)
+
+    tree.beliefs[host].values = full.view(Spy)
+    together = tree.marginals(queries)
+    assert len(reads) <= len(cliques[0])                # one read per first attribute dropped
+    assert tree._chains
+    p = mrf_joint(attrs, sizes, cliques, tables, TOTAL)
+    for q in queries:
+        np.testing.assert_allclose(together[q], brute_marginal(p, attrs, q), rtol=1e-10,
+                                   atol=1e-12)
+    tree.beliefs[host].values = full
+    fresh = CalibratedTree(sizes, attrs, cliques, tables, total=TOTAL)
+    monkeypatch.setattr(junction, "CHAIN_CACHE_CELLS", 1)        # nothing stays cached
+    evicted = CalibratedTree(sizes, attrs, cliques, tables, total=TOTAL)
+    for q in queries:
+        assert np.array_equal(fresh.marginal(q), together[q])
+        assert np.array_equal(evicted.marginal(q), together[q])
+    assert not evicted._chains
+
+
 def test_zero_probability_cells_give_exact_zeros():
     attrs, sizes, cliques, tables = _model("chain", seed=3)
     tables[2] = tables[2].copy()

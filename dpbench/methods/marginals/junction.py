@@ -49,6 +49,17 @@ from dpbench.methods.marginals.workloads import Clique
 #: (8 MB) and the reductions below (docs/speed.md, 2026-11-28).
 ELIMINATION_MAX_CELLS = 2**20
 
+#: Tree cliques of at least this many cells answer a marginal they hold by a chain of sums,
+#: one attribute at a time (the largest first), whose intermediate tables are cached
+#: (:meth:`CalibratedTree.hosted`); smaller ones by one multi-axis sum. On the excess-risk
+#: paper's Dutch eps-2 model (a 4.0M-cell tree clique holding 385 of the 793 candidates) a
+#: round's candidate marginals took 10.6 CPU-s, nearly all in those 385 sums of the whole
+#: table (docs/speed.md, 2026-11-28).
+CHAIN_MIN_CELLS = 2**16
+#: Cells of the chains' cached intermediate tables kept at once (2^24: 128 MB), the oldest
+#: dropped first; a dropped table is summed again from the longest cached start of its chain.
+CHAIN_CACHE_CELLS = 2**24
+
 
 class Table:
     """A non-negative or log-space array whose axes are named attributes."""
@@ -105,6 +116,8 @@ class CalibratedTree:
         self.beliefs = self._calibrate(log_psi)
         self._conditionals: dict[tuple[Clique, Clique], np.ndarray] = {}
         self._reductions: dict[tuple[Clique, Clique | None, Clique], np.ndarray] = {}
+        self._chains: dict[tuple[Clique, tuple[str, ...]], np.ndarray] = {}
+        self._chain_cells = 0
         self._comp_of = {a: i for i, comp in enumerate(self._comps) for c in comp for a in c}
         self._holding: dict[str, frozenset[int]] = {
             a: frozenset(i for i, c in enumerate(self.cliques) if a in c) for a in self.attributes}
@@ -186,10 +199,45 @@ class CalibratedTree:
         common = frozenset.intersection(*(self._holding[a] for a in query))
         return self.cliques[min(common)] if common else None
 
+    def hosted(self, host: Clique, query: Sequence[str]) -> Table:
+        """Tree clique ``host``'s belief summed onto ``query`` (a subset of it, in that order).
+
+        A host of at least CHAIN_MIN_CELLS cells sums its other attributes out one at a
+        time, the largest first (ties in the host's order), and caches each intermediate
+        table (CHAIN_CACHE_CELLS): the candidates of an AIM round that lack the same largest
+        attributes share those sums instead of each reading the whole table. The chain of a
+        query is fixed by the query alone, so its marginal has the same bits whether it is
+        asked alone or among others, with any cache state (AIM scores a candidate in a
+        round and computes the chosen one's marginal again)."""
+        belief = self.beliefs[host]
+        if belief.values.size < CHAIN_MIN_CELLS:
+            return belief.sum_to(query)
+        drop = sorted((a for a in host if a not in query),
+                      key=lambda a: (-self.sizes[a], host.index(a)))
+        start = next((k for k in range(len(drop) - 1, 0, -1)
+                      if (host, tuple(drop[:k])) in self._chains), 0)
+        values = self._chains[(host, tuple(drop[:start]))] if start else belief.values
+        attrs = [a for a in host if a not in drop[:start]]
+        for k in range(start, len(drop)):
+            axis = attrs.index(drop[k])
+            values = values.sum(axis=axis)
+            del attrs[axis]
+            if k + 1 < len(drop):
+                self._cache_chain((host, tuple(drop[:k + 1])), values)
+        return Table(attrs, values).sum_to(query)
+
+    def _cache_chain(self, key: tuple[Clique, tuple[str, ...]], values: np.ndarray) -> None:
+        if values.size > CHAIN_CACHE_CELLS:
+            return
+        self._chains[key] = values
+        self._chain_cells += values.size
+        while self._chain_cells > CHAIN_CACHE_CELLS:
+            self._chain_cells -= self._chains.pop(next(iter(self._chains))).size
+
     def _answer(self, query: Clique, parts: dict[Clique, Table]) -> np.ndarray:
         host = self.host(query)
         if host is not None:
-            return self.beliefs[host].sum_to(query).values
+            return self.hosted(host, query).values
         by_comp: dict[int, list[str]] = {}
         for a in query:
             by_comp.setdefault(self._comp_of[a], []).append(a)
@@ -198,7 +246,7 @@ class CalibratedTree:
             sub = tuple(by_comp[i])
             if sub not in parts:
                 h = self.host(sub)
-                parts[sub] = (self.beliefs[h].sum_to(sub) if h is not None
+                parts[sub] = (self.hosted(h, sub) if h is not None
                               else Table(sub, self._eliminate(sub, self._comps[i])))
             t = parts[sub]
             out = t if out is None else Table(           # independent tree components
