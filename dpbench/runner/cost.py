@@ -13,9 +13,10 @@ Each trial to run gets its figures from the first of these that has them:
    method (every setting but the budget) were measured at a smaller and at a larger budget
    (stored trials, else reference fits, per budget as in 1 and 2): the seconds, and the
    longest, of the nearest budget on each side joined by a straight line in log seconds
-   against log budget, memory the larger of the two. AIM-like costs grow faster than a
-   power of the budget between measured points, so the line lies above them: an
-   overestimate rather than the model's fit across datasets;
+   against log budget, memory the larger of the two: the dataset's own costs rather than
+   the model's fit across datasets (on the excess-risk paper's AIM fits, 1.05x a measured
+   Dutch fit where the model gave 0.41x, 0.80-0.88x two Adult fits, as the model;
+   docs/speed.md, 2026-11-28);
 4. **model**: a per-method cost model fitted on the stored ok trials of the same method
    class and budget unit, in any experiment: least squares of log seconds on the logs of
    the trial's features whose stored values span at least a factor of ``MIN_SPAN``
