@@ -14,9 +14,7 @@ Each trial to run gets its figures from the first of these that has them:
    (stored trials, else reference fits, per budget as in 1 and 2): the seconds, and the
    longest, of the nearest budget on each side joined by a straight line in log seconds
    against log budget, memory the larger of the two: the dataset's own costs rather than
-   the model's fit across datasets (on the excess-risk paper's AIM fits, 1.05x a measured
-   Dutch fit where the model gave 0.41x, 0.80-0.88x two Adult fits, as the model;
-   docs/speed.md, 2026-11-28);
+   the model's fit across datasets (checked against measured fits in docs/slurm.md);
 4. **model**: a per-method cost model fitted on the stored ok trials of the same method
    class and budget unit, in any experiment: least squares of log seconds on the logs of
    the trial's features whose stored values span at least a factor of ``MIN_SPAN``
