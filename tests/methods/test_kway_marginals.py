@@ -120,9 +120,9 @@ def test_large_tree_cliques_share_chained_sums(monkeypatch):
     """A tree clique of at least CHAIN_MIN_CELLS cells answers the marginals it holds by
     chains of single-attribute sums, the largest attribute first, with cached intermediate
     tables: the answers are brute force's, they reuse the cache (far fewer reads of the
-    whole table than queries), and each has the same bits asked alone, among the others, or
-    with the cache evicted after every table (AIM scores a candidate and computes the chosen
-    one's marginal again)."""
+    whole table than queries: 25 on the direct sums), and each has the same bits asked
+    alone, among the others, or with nothing cached (a cap of one cell; AIM scores a
+    candidate and computes the chosen one's marginal again)."""
     from dpbench.methods.marginals import junction
     sizes = {"a": 3, "b": 4, "c": 2, "d": 5, "e": 3, "f": 2, "g": 4}
     attrs = sorted(sizes)
