@@ -116,6 +116,53 @@ def test_elimination_contracts_two_tables_at_a_time(monkeypatch):
     np.testing.assert_allclose(got, brute_marginal(p, attrs, query), rtol=1e-10, atol=1e-12)
 
 
+def test_elimination_paths_are_searched_once_and_change_no_bit(monkeypatch):
+    """Each elimination's contraction order is searched once per subscripts and shapes
+    (junction.elimination_path) instead of by np.einsum on every call: a second tree of the
+    same structure finds every path cached, and every marginal has the bits np.einsum gives
+    when it searches the order itself. The same structure with other attribute sizes takes
+    other orders for the same subscripts (checked), so a key without the shapes would give
+    wrong orders there, and the bits would differ."""
+    from dpbench.methods.marginals import junction
+    cliques = [("a", "b", "f"), ("a", "d", "e"), ("e", "f", "h"), ("a", "c", "d"),
+               ("b", "c", "d")]
+    small = {"a": 4, "b": 5, "c": 5, "d": 6, "e": 4, "f": 3, "h": 6}
+    other = {"a": 11, "b": 9, "c": 8, "d": 7, "e": 7, "f": 11, "h": 4}   # found by a seeded search
+    attrs = sorted(small)
+    queries = [q for k in (3, 4) for q in itertools.combinations(attrs, k)]
+    cached = junction.elimination_path
+    orders: dict[str, dict] = {"small": {}, "other": {}}
+
+    def answers(sizes, searched=False, record=None):
+        tables = [np.random.default_rng(9).normal(scale=1.5, size=[sizes[x] for x in cl])
+                  for cl in cliques]
+
+        def path(subs, shapes, out):
+            if record is not None:
+                record[(subs, out)] = cached(subs, shapes, out)
+            return ("greedy", junction.ELIMINATION_MAX_CELLS) if searched else cached(
+                subs, shapes, out)
+
+        with monkeypatch.context() as m:
+            m.setattr(junction, "elimination_path", path)
+            return CalibratedTree(sizes, attrs, cliques, tables, total=TOTAL).marginals(queries)
+
+    cached.cache_clear()
+    first = answers(small, record=orders["small"])
+    searches = cached.cache_info().misses
+    assert searches > 0
+    again = answers(small)
+    assert cached.cache_info().misses == searches          # the second tree: all cached
+    resized = answers(other, record=orders["other"])
+    by_numpy, by_numpy_other = answers(small, searched=True), answers(other, searched=True)
+    for q in queries:
+        assert np.array_equal(first[q], by_numpy[q])
+        assert np.array_equal(again[q], by_numpy[q])
+        assert np.array_equal(resized[q], by_numpy_other[q])
+    shared = orders["small"].keys() & orders["other"].keys()
+    assert any(orders["small"][k] != orders["other"][k] for k in shared)
+
+
 def test_large_tree_cliques_share_chained_sums(monkeypatch):
     """A tree clique of at least CHAIN_MIN_CELLS cells answers the marginals it holds by
     chains of single-attribute sums, the largest attribute first, with cached intermediate

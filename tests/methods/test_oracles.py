@@ -385,3 +385,101 @@ def test_a_longest_fit_is_the_fast_compile_fit_to_rounding(monkeypatch):
             np.testing.assert_allclose(np.asarray(fits["long"].marginals[cl].values),
                                        np.asarray(fits["fast"].marginals[cl].values),
                                        rtol=0, atol=tolerance * 500)
+
+
+def test_checked_tables_are_guardeds_where_every_contraction_is_exact():
+    """message_passing_tables(checked=True) runs semistable's contraction for every message
+    and belief set, without guarded's per-message fallback: where nothing underflows these
+    are guarded's marginals to the last bit (the branch guarded takes; seeded, scale 5)."""
+    pot = _potentials(1, 5.0)
+    tables = ORACLES["tables"](pot, 1000.0)
+    checked = _mbi.message_passing_tables(pot, 1000.0, checked=True)
+    for cl in CLIQUES:
+        np.testing.assert_array_equal(np.asarray(checked[cl].values),
+                                      np.asarray(tables[cl].values))
+
+
+@pytest.mark.parametrize("case", ["nan", "finite_and_wrong"])
+def test_checked_tables_are_nan_where_a_contraction_is_not_exact(monkeypatch, case):
+    """On both underflow cases (semistable NaN, and semistable finite but wrong by the whole
+    total) the one tree clique is built as a table (no contraction: the checked marginals
+    are hugin's, 1e-9 counts); read off contractions instead (TABLE_MAX_CELLS and
+    COVER_MAX_CELLS 0), every checked marginal is NaN where guarded's are finite: an
+    inexact contraction is never returned as a number."""
+    pot, _ = _underflowing()
+    if case == "finite_and_wrong":
+        pot = _clique_vector(pot.domain, {
+            ("a", "b"): np.zeros((2, 2)),
+            ("a", "c"): np.array([[0.0, -1000.0], [-2000.0, -2000.0]]),
+            ("b", "c"): np.array([[-1000.0, 0.0], [-2000.0, -2000.0]])})
+    hugin = ORACLES["hugin"](pot, 100.0)
+    checked = _mbi.message_passing_tables(pot, 100.0, checked=True)
+    for cl in pot.cliques:
+        np.testing.assert_allclose(np.asarray(checked[cl].values),
+                                   np.asarray(hugin[cl].values), rtol=0, atol=1e-9)
+    monkeypatch.setattr(_mbi, "TABLE_MAX_CELLS", 0)
+    monkeypatch.setattr(_mbi, "COVER_MAX_CELLS", 0)
+    checked = _mbi.message_passing_tables(pot, 100.0, checked=True)
+    tables = ORACLES["tables"](pot, 100.0)
+    for cl in pot.cliques:
+        assert np.isnan(np.asarray(checked[cl].values)).all()
+        np.testing.assert_allclose(np.asarray(tables[cl].values),
+                                   np.asarray(hugin[cl].values), rtol=0, atol=1e-9)
+
+
+def test_a_checked_step_keeps_a_nan_to_the_end(monkeypatch):
+    """A checked estimator takes the step whose loss is not finite (an inexact contraction
+    made it NaN), so the NaN reaches the fit and _estimate redoes it; unchecked, the Armijo
+    test refuses that step and the fit would go on from an unflagged state."""
+    domain, measurements = noisy_measurements(3, CLIQUES)
+    loss_fn = _mbi.marginal_loss.from_linear_measurements(measurements, domain)
+    pot = _mbi.expand_potentials(domain, loss_fn.cliques, None)
+    mu = ORACLES["hugin"](pot, 500.0)
+    state = _mbi.MirrorDescentState(mu, pot, 1e-3, loss_fn(mu))
+
+    def nan_oracle(potentials, total, constraints=(), checked=False):
+        return potentials * jnp.nan                   # an oracle that met an inexact sum
+    monkeypatch.setattr(_mbi, "message_passing_tables", nan_oracle)      # checked's
+    monkeypatch.setitem(_mbi.ORACLES, "tables", nan_oracle)              # unchecked's
+    for checked in (True, False):
+        est = OneOracleMirrorDescent(oracle="tables", checked=checked)
+        new = est._step(state, loss_fn, 500.0)
+        nan = [np.isnan(np.asarray(new.mu[cl].values)).all() for cl in loss_fn.cliques]
+        assert all(nan) if checked else not any(nan)
+    with pytest.raises(ValueError, match="checked=True applies to oracle='tables'"):
+        OneOracleMirrorDescent(oracle="guarded", checked=True)
+
+
+def test_a_long_fit_that_meets_an_inexact_contraction_is_redone_guarded(monkeypatch):
+    """Every fit counts as long (LONG_FIT, checked contractions first) and reads its
+    marginals off contractions: warm-started on the underflowing potentials the checked fit
+    is NaN, so it is redone with the guarded
+    contractions (one fallback counted) and equals, bit for bit, the fit with the checked
+    run switched off (LONG_CHECKED). On a fit where everything is exact (noisy marginals of
+    500 records, 300 steps, seeded) nothing is redone and the marginals are the guarded
+    program's to 1e-6 relative: the two programs round differently (XLA fuses across
+    messages without guarded's conds), which can move an Armijo decision."""
+    monkeypatch.setattr(_mbi, "FAST_COMPILE_MAX_WORK", 0)
+    monkeypatch.setattr(_mbi, "LONG_FIT_MIN_WORK", 0)
+    monkeypatch.setattr(_mbi, "TABLE_MAX_CELLS", 0)          # marginals off contractions
+    monkeypatch.setattr(_mbi, "COVER_MAX_CELLS", 0)
+    pot, measurements = _underflowing()
+    before = _mbi.FALLBACKS["guarded"]
+    redone = _mbi.estimate_mrf(pot.domain, measurements, iters=20, warm_start=pot,
+                               oracle="guarded")
+    assert _mbi.FALLBACKS["guarded"] == before + 1 and _mbi._finite(redone)
+    monkeypatch.setattr(_mbi, "LONG_CHECKED", False)
+    plain = _mbi.estimate_mrf(pot.domain, measurements, iters=20, warm_start=pot,
+                              oracle="guarded")
+    assert _mbi.FALLBACKS["guarded"] == before + 1
+    for cl in plain.marginals.cliques:
+        np.testing.assert_array_equal(np.asarray(redone.marginals[cl].values),
+                                      np.asarray(plain.marginals[cl].values))
+    domain, measurements = noisy_measurements(3, [(a,) for a in MD_ATTRS] + CLIQUES)
+    guarded = _mbi.estimate_mrf(domain, measurements, iters=300, oracle="guarded")
+    monkeypatch.setattr(_mbi, "LONG_CHECKED", True)
+    checked = _mbi.estimate_mrf(domain, measurements, iters=300, oracle="guarded")
+    assert _mbi.FALLBACKS["guarded"] == before + 1
+    for cl in guarded.marginals.cliques:
+        np.testing.assert_allclose(np.asarray(checked.marginals[cl].values),
+                                   np.asarray(guarded.marginals[cl].values), rtol=1e-6)

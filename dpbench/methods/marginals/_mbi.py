@@ -164,21 +164,27 @@ def release_compiled_programs_if_needed() -> bool:
 GUARD_MIN_SUM = 1e-200
 
 
-def einsum_guarded(log_factors: list[mbi.Factor], dom: mbi.Domain) -> mbi.Factor:
-    """Log-space sum-product of ``log_factors`` onto ``dom``: mbi's ``einsum_semistable``
-    (exp of each factor minus its per-output maximum, one einsum, log) for a message in
-    which no output cell's normalised sum falls below GUARD_MIN_SUM, else mbi's
-    ``einsum_materialized`` (the factors added into one table, then logsumexp: HUGIN's
-    arithmetic) for that message. One ``lax.cond`` per message, so only the branch taken
-    runs: semistable's speed where it is exact, HUGIN's stability where it is not."""
+def _semistable(log_factors: list[mbi.Factor], dom: mbi.Domain
+                ) -> tuple[mbi.Factor, jax.Array]:
+    """mbi's ``einsum_semistable`` (exp of each factor minus its per-output maximum, one
+    einsum, log) onto ``dom``, and whether it is exact: no output cell's normalised sum
+    falls below GUARD_MIN_SUM."""
     maxes = [f.max(f.domain.marginalize(dom.attributes).attributes) for f in log_factors]
     scaled = marginal_oracles.sum_product([(f - m).exp() for f, m in
                                            zip(log_factors, maxes, strict=True)], dom)
     exact = jax.numpy.all(scaled.values >= GUARD_MIN_SUM)
-    values = jax.lax.cond(
-        exact,
-        lambda: (scaled.log() + sum(maxes)).transpose(dom.attributes).values,
-        lambda: marginal_oracles.einsum_materialized(log_factors, dom).values)
+    return mbi.Factor(dom, (scaled.log() + sum(maxes)).transpose(dom.attributes).values), exact
+
+
+def einsum_guarded(log_factors: list[mbi.Factor], dom: mbi.Domain) -> mbi.Factor:
+    """Log-space sum-product of ``log_factors`` onto ``dom``: mbi's ``einsum_semistable``
+    for a message in which no output cell's normalised sum falls below GUARD_MIN_SUM, else
+    mbi's ``einsum_materialized`` (the factors added into one table, then logsumexp:
+    HUGIN's arithmetic) for that message. One ``lax.cond`` per message, so only the branch
+    taken runs: semistable's speed where it is exact, HUGIN's stability where it is not."""
+    table, exact = _semistable(log_factors, dom)
+    values = jax.lax.cond(exact, lambda: table.values,
+                          lambda: marginal_oracles.einsum_materialized(log_factors, dom).values)
     return mbi.Factor(dom, values)
 
 
@@ -193,7 +199,8 @@ COVER_MAX_CELLS = 2**16
 
 
 def message_passing_tables(potentials: mbi.CliqueVector, total: float = 1.0, *,
-                           constraints: tuple = ()) -> mbi.CliqueVector:
+                           constraints: tuple = (), checked: bool = False
+                           ) -> mbi.CliqueVector:
     """guarded's messages, and the measured cliques' marginals read off a few belief tables
     per tree clique instead of one contraction each.
 
@@ -214,9 +221,24 @@ def message_passing_tables(potentials: mbi.CliqueVector, total: float = 1.0, *,
     2.0-2.2x less CPU than guarded's, 42-48% of it tracing and compiling. The message
     schedule is written out here rather than taken from mbi's message_passing_implicit
     (return_messages=True), which would also trace the per-clique contractions this
-    replaces."""
+    replaces.
+
+    ``checked``: every contraction is semistable's, without guarded's per-message fallback,
+    and if any of them is not exact (the test guarded branches on) every marginal is NaN.
+    Where all are exact these are guarded's marginals (the branch guarded takes, without
+    its ``lax.cond``s, which also bar XLA from fusing across a message); the caller redoes
+    a fit that met a NaN with the guarded contractions (_estimate)."""
     if constraints:
         raise ValueError("message_passing_tables does not take constraints")
+    checks: list[jax.Array] = []
+
+    def contract(log_factors: list[mbi.Factor], dom: mbi.Domain) -> mbi.Factor:
+        if not checked:
+            return einsum_guarded(log_factors, dom)
+        table, exact = _semistable(log_factors, dom)
+        checks.append(exact)
+        return table
+
     domain, cliques = potentials.active_domain, potentials.cliques
     jtree = junction_tree.make_junction_tree(domain, cliques)[0]
     order = junction_tree.message_passing_order(jtree)
@@ -232,7 +254,7 @@ def message_passing_tables(potentials: mbi.CliqueVector, total: float = 1.0, *,
             messages[(k, m)] for k, m in messages if m == i and k != j]
         inputs += [mbi.Factor.zeros(domain.project([a])) for a in shared.attributes
                    if not any(a in f.domain.attributes for f in inputs)]
-        messages[(i, j)] = einsum_guarded(inputs, shared)
+        messages[(i, j)] = contract(inputs, shared)
     marginals = {}
     for tc in tree_cliques:
         if not held[tc]:
@@ -246,11 +268,14 @@ def message_passing_tables(potentials: mbi.CliqueVector, total: float = 1.0, *,
                     log_belief = log_belief + f
                 log_belief = log_belief.transpose(tc)
             else:                                 # its marginal on attrs, as guarded's
-                log_belief = einsum_guarded(inputs, domain.project(attrs))
+                log_belief = contract(inputs, domain.project(attrs))
             belief = (log_belief - jax.numpy.max(log_belief.values)).exp()
             scale = total / jax.numpy.sum(belief.values)
             for cl, table in project_many(belief, members).items():
                 marginals[cl] = table * scale
+    if checks:                                    # NaN unless every contraction was exact
+        poison = jax.numpy.where(jax.numpy.all(jax.numpy.stack(checks)), 1.0, jax.numpy.nan)
+        marginals = {cl: table * poison for cl, table in marginals.items()}
     return mbi.CliqueVector(potentials.domain, cliques, marginals)
 
 
@@ -331,9 +356,14 @@ class OneOracleMirrorDescent(MirrorDescent):
 
     ``oracle`` names the marginal oracle (ORACLES): a name rather than a function, so the
     estimator's repr, part of the program store's key, is the same in every process.
+    ``checked`` (the tables oracle only): its contractions are semistable's, every marginal
+    NaN where one is not exact (message_passing_tables), and a step that meets a non-finite
+    loss is taken, so the NaN stays to the end and the caller sees it (_estimate then
+    redoes the fit with the guarded contractions).
     """
 
     oracle: str = "hugin"
+    checked: bool = False
 
     def __post_init__(self) -> None:
         if self.stepsize is not None:
@@ -341,10 +371,14 @@ class OneOracleMirrorDescent(MirrorDescent):
                              f"(stepsize=None); got stepsize={self.stepsize}")
         if self.oracle not in ORACLES:
             raise ValueError(f"oracle={self.oracle!r}; valid: {', '.join(ORACLES)}")
+        if self.checked and (self.oracle != "tables" or self.marginal_oracle is not None):
+            raise ValueError(f"checked=True applies to oracle='tables' (got {self.oracle!r})")
 
     def _oracle(self, cliques: object, domain: object, constraints: tuple = ()) -> object:
         """mbi's ``marginal_oracle`` when one is given (mbi's interface), else the named one."""
         oracle = self.marginal_oracle or ORACLES[self.oracle]
+        if self.checked:
+            oracle = functools.partial(message_passing_tables, checked=True)
         return functools.partial(oracle, constraints=constraints)
 
     #: steps of a fit that are not iterations: the first step computes the initial marginals
@@ -377,6 +411,8 @@ class OneOracleMirrorDescent(MirrorDescent):
         mu2 = oracle(theta2, known_total)
         loss2 = loss_fn(mu2)
         accept = first | (loss - loss2 >= 0.5 * state.alpha * dL.dot(mu - mu2))
+        if self.checked:                               # an inexact contraction's NaN stays
+            accept = accept | ~jax.numpy.isfinite(loss2)
         alpha = jax.lax.select(first, state.alpha,
                                jax.lax.select(accept, 1.01 * state.alpha, 0.5 * state.alpha))
         potentials, mu_next = jax.lax.cond(accept, lambda: (theta2, mu2),
@@ -428,6 +464,7 @@ def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[Linea
     iters = _iters(iters)
     fast = cells * iters <= FAST_COMPILE_MAX_WORK
     options = FAST_COMPILE if fast else None
+    long = False
     if getattr(estimator, "oracle", None) == "guarded":
         # guarded's einsum messages run ~5x faster than hugin's on AIM's large models but
         # compile slower (docs/speed.md): a short fit, where compiling dominates, takes
@@ -439,10 +476,35 @@ def _estimate(estimator: Estimator, domain: mbi.Domain, measurements: list[Linea
         long = not fast and ranked_cells(domain, loss_fn.cliques) * iters > LONG_FIT_MIN_WORK
         estimator = dataclasses.replace(estimator, oracle="hugin" if fast else "tables")
         options = LONG_FIT if long else FAST_COMPILE
+    args = (loss_fn, known_total, warm_start)
+    if long and LONG_CHECKED:
+        # The longest fits first run checked contractions; a fit that met an inexact one
+        # is redone with the guarded contractions, counted in FALLBACKS.
+        first = _fused_call(dataclasses.replace(estimator, checked=True), domain, iters,
+                            args, options)
+        if _finite(first):
+            return first
+        FALLBACKS["guarded"] += 1
+    return _fused_call(estimator, domain, iters, args, options)
+
+
+#: Whether the longest fits (LONG_FIT's) run checked contractions first (_estimate):
+#: without guarded's per-message ``lax.cond`` XLA fuses across messages, and the program
+#: compiles and runs faster. Eight captured Dutch paper-settings fits (2.95-31.64 MB, one
+#: XLA thread, the faster of two runs each, 2026-11-28): 157.3 against 177.1 CPU-s (0.89x),
+#: each of the eight faster (docs/speed.md); none met an inexact contraction, and the
+#: marginals were the guarded program's to 8e-5 relative (bit for bit in three; the
+#: programs round differently, which can move an Armijo decision, as between the oracles).
+LONG_CHECKED = True
+
+
+def _fused_call(estimator: Estimator, domain: mbi.Domain, iters: int, args: tuple,
+                options: Mapping[str, object] | None) -> object:
+    """One fit as one compiled program through the program store (_fused_impl)."""
     return program_store.call(
-        functools.partial(_fused_impl, estimator, domain, iters=iters),
-        (loss_fn, known_total, warm_start), static=repr((estimator, domain, iters)),
-        packages=("mbi", "optax"), compiler_options=options)
+        functools.partial(_fused_impl, estimator, domain, iters=iters), args,
+        static=repr((estimator, domain, iters)), packages=("mbi", "optax"),
+        compiler_options=options)
 
 
 def ranked_cells(domain: mbi.Domain, cliques: Sequence[Clique]) -> int:
@@ -457,7 +519,8 @@ def estimate_mrf(domain: mbi.Domain, measurements: list[LinearMeasurement], *, i
     """Private-PGM estimation (mirror descent with Armijo steps, one oracle call per step:
     OneOracleMirrorDescent) of a Markov random field, ``iters`` steps; the total is estimated
     from the identity measurements (unbounded DP). A fit with a non-finite potential or
-    marginal from any oracle but hugin is redone with hugin (counted in FALLBACKS)."""
+    marginal from any oracle but hugin is redone with hugin (counted in FALLBACKS, as is a
+    guarded fit whose checked contractions are redone, _estimate)."""
     fit = _estimate(OneOracleMirrorDescent(oracle=oracle), domain, measurements, iters,
                     warm_start)
     if oracle != "hugin" and not _finite(fit):
@@ -466,7 +529,8 @@ def estimate_mrf(domain: mbi.Domain, measurements: list[LinearMeasurement], *, i
     return fit
 
 
-#: Fits redone with hugin because the named oracle gave a non-finite fit (this process).
+#: Fits redone because the named oracle's first program gave a non-finite fit (this
+#: process): with hugin, or for guarded's checked contractions with the guarded ones.
 FALLBACKS: collections.Counter[str] = collections.Counter()
 
 

@@ -77,7 +77,7 @@ class _Estimator:
         self.seed = seed
         self.fit: object | None = None
         self.seconds = 0.0
-        self.fallbacks = 0          # fits redone with hugin (non-finite with s.oracle)
+        self.fallbacks = 0          # fits redone (non-finite with s.oracle: _mbi.FALLBACKS)
 
     def __call__(self, measurements: list, iters: int) -> MarginalModel:
         t0 = time.perf_counter()
