@@ -44,7 +44,8 @@ class AIMSettings:
     mixture_lr: float = 1.0           # Adam step size (as MixtureInference)
     #: marginal oracle of the mrf estimator (ORACLES): guarded (default: HUGIN's
     #: marginals to rounding, einsums where they are exact; a fit takes hugin's program
-    #: when short, tables' otherwise, _mbi._estimate: the name is a router since
+    #: when short, tables' otherwise, the longest tables' checked contractions first and
+    #: guarded's where one is inexact, _mbi._estimate: the name is a router since
     #: 2026-11-28, guarded's own program runs in no fit; measured against hugin on AIM on
     #: Adult at eps 1 when it did: 1.49x / 1.80x faster in a first / later process,
     #: 2026-11-25, docs/speed.md) | hugin (mbi's, the
