@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 DPB    := $(VENV)/bin/dpbench
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lock slurm-local browser demo test smoke figures site lint bench bench-peers bench-peers-qr
+.PHONY: install lock slurm-local browser demo test smoke figures site lint costs bench bench-peers bench-peers-qr
 
 install: $(STAMP)   ## virtualenv with every dependency (torch pinned to the 2.13.0 CPU build)
 
@@ -62,6 +62,21 @@ site: install       ## the static results site from stored results: results/site
 
 lint: install
 	$(VENV)/bin/ruff check dpbench tests scripts
+
+# COSTS: the experiments whose reference fits `make costs` measures; COSTS_PROFILE: their
+# profile. One trial at each end of every sweep point's budgets, run two at a time into
+# results/costs (its store keeps them: a stopped run resumes), then written to the
+# experiment's costs.jsonl (its paper's folder, or its yaml's for an arena); docs/slurm.md
+COSTS ?=
+COSTS_PROFILE ?= default
+COSTS_GRID = profile=$(COSTS_PROFILE) profile.trials=1 profile.max_epsilons=2 results_dir=results/costs
+
+costs: install      ## reference fits for `plan`: COSTS="linreg_adult qr_adult" [COSTS_PROFILE=paper] (tests/core/test_shipped_costs.py asks every default grid to be measured)
+	@test -n "$(COSTS)" || { echo 'make costs: name the experiments, e.g. COSTS="linreg_adult" (dpbench list)'; exit 2; }
+	@for e in $(COSTS); do \
+		$(DPB) run experiment=$$e $(COSTS_GRID) runner.n_jobs=2 && \
+		$(PY) scripts/export_costs.py experiment=$$e $(COSTS_GRID) || exit 1; \
+	done
 
 bench: install      ## speed benchmarks (ratios against an in-process baseline)
 	$(PY) scripts/bench_runner.py

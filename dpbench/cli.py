@@ -58,7 +58,7 @@ from dpbench.runner.grid import (
     top_level_keys,
 )
 from dpbench.runner.local import Terminated
-from dpbench.runner.reference_costs import read_reference, reference_file, summary
+from dpbench.runner.reference_costs import read_reference, reference_files, summary
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import CORRUPT, FAILED, OK, Damage, ResultStore
 
@@ -456,12 +456,17 @@ def trial_seconds(specs: Sequence[TrialSpec], store: ResultStore) -> dict[tuple,
 
 
 def reference_of(cfg: DictConfig) -> tuple[list[Stored], str | None]:
-    """The reference fits shipped with the experiment's paper, and where they come from."""
-    path = reference_file(cfg.experiment.get("paper"))
-    if path is None:
+    """The reference fits that ship with dpbench (every paper's, the experiment's own
+    first), and where they come from."""
+    files, seen = [], set()
+    for path in reference_files(cfg.experiment.get("paper"), str(cfg.experiment.name)):
+        lines = [ln for ln in read_reference(path) if ln["key"] not in seen]
+        seen.update(ln["key"] for ln in lines)    # a trial two files hold: the first's line
+        if lines:
+            files.append((path, lines))
+    if not files:
         return [], None
-    lines = read_reference(path)
-    return reference_trials(lines), summary(lines, path)
+    return reference_trials([ln for _, lines in files for ln in lines]), summary(files)
 
 
 def plan_cost(cfg: DictConfig, specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],

@@ -1,6 +1,7 @@
-"""Write the measured cost of a grid's stored trials into its paper's reference fits
-(``papers/<paper>/costs.jsonl``, :mod:`dpbench.runner.reference_costs`), so that ``dpbench
-plan`` can size that grid from a clean clone.
+"""Write the measured cost of a grid's stored trials into its reference fits (its paper's
+``papers/<paper>/costs.jsonl``, or for an experiment of no paper the ``costs.jsonl`` next to
+its yaml; :mod:`dpbench.runner.reference_costs`), so that ``dpbench plan`` can size that
+grid from a clean clone.
 
 Takes the same overrides as ``dpbench run``: the grid they compose is looked up in their
 ``results_dir``'s store and every ok trial of it becomes a line (a trial measured again
@@ -31,11 +32,10 @@ from collections.abc import Sequence  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 
 from dpbench.cli import compose_config, runnable, store_of  # noqa: E402
-from dpbench.roots import paper_dir  # noqa: E402
 from dpbench.runner.cost import stored_trials, trial_name  # noqa: E402
 from dpbench.runner.reference_costs import (  # noqa: E402
-    FILE,
     export,
+    home_of,
     machine_text,
     unfinished_line,
 )
@@ -91,11 +91,6 @@ def main(args: list[str]) -> int:
     out = Path(outs[-1]) if outs else None
     stopped, args = _option(args, "--unfinished")
     cfg = compose_config(args)
-    paper = cfg.experiment.get("paper")
-    if not paper:
-        print(f"experiment {cfg.experiment.name!r} belongs to no paper: nowhere to keep its "
-              "reference fits", file=sys.stderr)
-        return 2
     specs, _ = runnable(cfg)
     store = store_of(cfg)
     records = [r for r in (store.get(s.key) for s in specs) if r and r.get("status") == OK]
@@ -107,7 +102,7 @@ def main(args: list[str]) -> int:
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
-    path = out or paper_dir(str(paper)) / FILE
+    path = out or home_of(cfg.experiment.get("paper"), str(cfg.experiment.name))
     n = export(records, path, machine_text(), extra)
     print(f"{n - len(extra)} of the grid's {len(specs)} trial(s) written to {path}"
           + (f", and {len(extra)} unfinished one(s) (lower bounds)" if extra else ""))

@@ -6,20 +6,20 @@ Each trial to run gets its figures from the first of these that has them:
 
 1. **same cell**: the stored ok trials of its cell (its identity but the trial number):
    their mean seconds, the longest of them, their largest peak memory;
-2. **reference**: the same from the reference fits that ship with the experiment's paper
-   (:mod:`~dpbench.runner.reference_costs`: trials measured on another machine), for a
-   cell the store has none of;
+2. **reference**: the same from the reference fits that ship with dpbench (every paper's,
+   the experiment's own first; :mod:`~dpbench.runner.reference_costs`: trials measured on
+   another machine), for a cell the store has none of;
 3. **interpolated**: for a cell none of whose own trials is known but whose dataset and
    method (every setting but the budget) were measured at a smaller and at a larger budget
    (stored trials, else reference fits, per budget as in 1 and 2): the seconds, and the
    longest, of the nearest budget on each side joined by a straight line in log seconds
    against log budget, memory the larger of the two: the dataset's own costs rather than
    the model's fit across datasets (checked against measured fits in docs/slurm.md);
-4. **model**: a per-method cost model fitted on the stored ok trials of the same method
-   class and budget unit, in any experiment: least squares of log seconds on the logs of
-   the trial's features whose stored values span at least a factor of ``MIN_SPAN``
-   (training rows ``n`` and columns ``d`` of its dataset, as stored trials of that dataset
-   recorded them; the budget; numeric method parameters), features dropped last first
+4. **model**: a per-method cost model fitted on the stored ok trials and the reference
+   fits of the same method class and budget unit, in any experiment: least squares of log
+   seconds on the logs of the trial's features whose stored values span at least a factor
+   of ``MIN_SPAN`` (training rows ``n`` and columns ``d`` of its dataset, as stored trials
+   of that dataset recorded them; the budget; numeric method parameters), features dropped last first
    until the distinct settings outnumber the coefficients by one and the fit is of full
    rank; with no feature left, the median of the method's trials (**median**). The model
    does not extrapolate: a feature beyond its stored values is held at the nearest one

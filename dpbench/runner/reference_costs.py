@@ -1,6 +1,7 @@
-"""Reference fits: measured costs of a paper's trials that ship with dpbench
-(``papers/<paper>/costs.jsonl``), so ``plan`` can size a grid before the user's store holds
-any trial of it: a paper profile meant for a cluster, say, from a clean clone.
+"""Reference fits: measured costs of trials that ship with dpbench, a paper's grids in
+``papers/<paper>/costs.jsonl`` and an experiment of no paper's (an arena's) next to its yaml
+(``conf/experiment/<group>/costs.jsonl``), so ``plan`` can size a grid before the user's
+store holds any trial of it: a paper profile meant for a cluster, say, from a clean clone.
 
 Each line is one ok trial as a store recorded it, reduced to what its cost tells: its spec
 (so its cell and features are those of the grid's trials), its seconds, its peak memory,
@@ -11,8 +12,11 @@ wall time. ``scripts/export_costs.py`` writes the lines from a store.
 
 They stand below the user's own trials (:class:`~dpbench.runner.cost.Estimator`): a cell the
 store has measured is estimated from the store; a cell only the reference has, from the
-reference; any other from one model fitted on both. A reference was measured on another
-machine: the plan names it, and the user's figures replace it once their trials exist.
+reference; any other from one model fitted on both. A plan reads every shipped file, its
+experiment's own first (:func:`reference_files`): a cell is the same cell whichever grid
+measured it, and a method's cost model learns from every dataset it was measured on. A
+reference was measured on another machine: the plan names it, and the user's figures
+replace it once their trials exist.
 """
 
 from __future__ import annotations
@@ -24,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from dpbench.checksum import replace_file
-from dpbench.roots import paper_dir
+from dpbench.roots import paper_dir, papers_dirs
 from dpbench.runner.cost import record_mem_mb, record_seconds
-from dpbench.runner.grid import ConfigError
+from dpbench.runner.grid import ConfigError, entries
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import OK, is_number
 
@@ -46,6 +50,41 @@ def reference_file(paper: str | None) -> Path | None:
     except ValueError:
         return None
     return path if path.is_file() else None
+
+
+def home_of(paper: str | None, experiment: str) -> Path:
+    """Where an experiment's reference fits are kept: its paper's folder
+    (``papers/<paper>/costs.jsonl``), or for an experiment of no paper (an arena) the folder
+    of its yaml (``conf/experiment/<group>/costs.jsonl``). ConfigError for an unknown
+    paper or experiment, naming the valid ones."""
+    if paper:
+        try:
+            return paper_dir(str(paper)) / FILE
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    yamls = entries("experiment")
+    if experiment not in yamls:
+        raise ConfigError(f"unknown experiment {experiment!r}; valid: {', '.join(sorted(yamls))}")
+    return yamls[experiment].parent / FILE
+
+
+def shipped_files() -> list[Path]:
+    """Every reference file dpbench and the ``DPBENCH_PATH`` roots ship: each paper's (the
+    first root that has the paper) and each experiment folder's, in path order."""
+    papers = sorted({d.name for base in papers_dirs() for d in base.iterdir()
+                     if (d / FILE).is_file()})
+    folders = sorted({p.parent for p in entries("experiment").values()})
+    found = [reference_file(n) for n in papers] + [d / FILE for d in folders]
+    return [p for p in found if p is not None and p.is_file()]
+
+
+def reference_files(paper: str | None, experiment: str) -> list[Path]:
+    """The reference files a plan of ``experiment`` reads: its own first (its paper's, or
+    its folder's for an experiment of no paper; :func:`home_of`), then every other one
+    dpbench ships (:func:`shipped_files`)."""
+    own = home_of(paper, experiment)
+    rest = [p for p in shipped_files() if p != own]
+    return [own, *rest] if own.is_file() else rest
 
 
 def read_reference(path: Path) -> list[dict[str, Any]]:
@@ -134,11 +173,14 @@ def export(records: Iterable[Mapping[str, Any]], path: Path, machine: str,
     return len(new)
 
 
-def summary(lines: Sequence[Mapping[str, Any]], path: Path) -> str:
-    """Where a plan's reference figures come from: the file, how many trials, when, where."""
+def summary(files: Sequence[tuple[Path, Sequence[Mapping[str, Any]]]]) -> str:
+    """Where a plan's reference figures come from: each file and its trial count, when,
+    on what machines."""
+    lines = [ln for _, part in files for ln in part]
     days = sorted({ln["finished_at"][:10] for ln in lines if ln["finished_at"]})
     when = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}" if days else "undated"
     machines = sorted({ln["machine"] for ln in lines})
-    return (f"reference fits: {len(lines)} trial(s) in {path.parent.name}/{path.name}, "
-            f"measured {when} on {'; '.join(machines)}; your machine's times differ, and "
-            "your own trials replace them once stored")
+    where = ", ".join(f"{len(part)} in {path.parent.name}/{path.name}" for path, part in files)
+    return (f"reference fits: {len(lines)} trial(s) ({where}), measured {when} on "
+            f"{'; '.join(machines)}; your machine's times differ, and your own trials "
+            "replace them once stored")

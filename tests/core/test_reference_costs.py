@@ -116,12 +116,13 @@ def test_plan_states_a_grid_from_the_reference_alone(tmp_path: Path, monkeypatch
     assert done.returncode == 0, done.stderr
     lines = read_reference(out)
     assert lines and all(ln["seconds_are"] == "cpu" for ln in lines)
-    monkeypatch.setattr(cli, "reference_file", lambda paper: out)
+    monkeypatch.setattr(cli, "reference_files", lambda paper, experiment: [out])
     capsys.readouterr()
     assert main(["plan", *grid_args, f"results_dir={fresh}"]) == 0
     text = capsys.readouterr().out
     assert f"{len(lines)} from reference fits of the same cells" in text, text
-    assert f"reference fits: {len(lines)} trial(s) in {out.parent.name}/costs.jsonl" in text
+    assert (f"reference fits: {len(lines)} trial(s) ({len(lines)} in "
+            f"{out.parent.name}/costs.jsonl)") in text
     specs = cli.grid(cli.compose_config([*grid_args, f"results_dir={fresh}"]))
     expect = cost_lines(grid_cost(specs, specs, ResultStore(fresh / "store"),
                                   reference_trials(lines), "note"), workers=1)[0]
@@ -182,3 +183,41 @@ def test_export_costs_records_an_unfinished_cell_or_refuses_in_one_line(tmp_path
                       ("a/m/2=-1", "CPU_SECONDS > 0"), ("a/m/2", "CPU_SECONDS > 0")):
         with pytest.raises(ValueError, match=says):
             mod.unfinished_lines(specs, store, [bad])
+
+
+def test_a_plan_reads_every_shipped_reference_its_own_first(tmp_path: Path, monkeypatch
+                                                            ) -> None:
+    """reference_files: the experiment's own file first (its paper's; for an experiment of
+    no paper, the one next to its yaml), then every other shipped one; a trial two files
+    hold counts once (the first file's line); a paper with no file adds nothing."""
+    import dpbench.cli as cli
+    from dpbench.runner.reference_costs import home_of, reference_files, shipped_files
+
+    a, b = spec("a", "m", 1.0), spec("b", "m", 2.0)
+    for paper, recs in (("zz_own", [record(a, 3.0, 2.0)]),
+                        ("aa_other", [record(a, 3.0, 9.0), record(b, 5.0, 5.0)])):
+        (tmp_path / "papers" / paper).mkdir(parents=True)
+        export(recs, tmp_path / "papers" / paper / "costs.jsonl", "box")
+    (tmp_path / "papers" / "no_file").mkdir()
+    group = tmp_path / "conf" / "experiment" / "mine"
+    group.mkdir(parents=True)
+    (group / "paperless.yaml").write_text("# @package _global_\nexperiment: {name: paperless}\n")
+    export([record(b, 5.0, 7.0)], group / "costs.jsonl", "box")
+    monkeypatch.setenv("DPBENCH_PATH", str(tmp_path))
+
+    files = reference_files("zz_own", "linreg_adult")
+    assert files[0] == tmp_path / "papers" / "zz_own" / "costs.jsonl"
+    assert set(files) == set(shipped_files()) and len(files) == len(set(files))
+    names = {p.parent.name for p in files}
+    assert {"aa_other", "mine"} <= names and "no_file" not in names
+    assert home_of(None, "paperless") == group / "costs.jsonl"
+    assert reference_files(None, "paperless")[0] == group / "costs.jsonl"
+    with pytest.raises(ConfigError, match="unknown paper 'nope'; valid: .*zz_own"):
+        home_of("nope", "linreg_adult")
+
+    cfg = cli.compose_config(["experiment=linreg_adult"])
+    cfg.experiment.paper = "zz_own"
+    trials, note = cli.reference_of(cfg)
+    mine = [t for t in trials if t.spec.key in (a.key, b.key)]
+    assert sorted(t.seconds for t in mine) == [2.0, 5.0]   # a: zz_own's line; b: aa_other's
+    assert note.startswith("reference fits: ") and "1 in zz_own/costs.jsonl, " in note, note
