@@ -19,8 +19,8 @@ Each trial to run gets its figures from the first of these that has them:
    fits of the same method class and budget unit, in any experiment: least squares of log
    seconds on the logs of the trial's features whose stored values span at least a factor
    of ``MIN_SPAN`` (training rows ``n`` and columns ``d`` of its dataset, as stored trials
-   of that dataset recorded them; the budget; numeric method parameters), features dropped last first
-   until the distinct settings outnumber the coefficients by one and the fit is of full
+   of that dataset recorded them; the budget; numeric method parameters), features dropped
+   last first until the distinct settings outnumber the coefficients by one and the fit is of full
    rank; with no feature left, the median of the method's trials (**median**). The model
    does not extrapolate: a feature beyond its stored values is held at the nearest one
    and the trial is named as reaching beyond them (an underestimate where the cost grows
