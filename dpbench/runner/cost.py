@@ -15,19 +15,22 @@ Each trial to run gets its figures from the first of these that has them:
    longest, of the nearest budget on each side joined by a straight line in log seconds
    against log budget, memory the larger of the two: the dataset's own costs rather than
    the model's fit across datasets (checked against measured fits in docs/slurm.md);
-4. **model**: a per-method cost model fitted on the stored ok trials and the reference
-   fits of the same method class and budget unit, in any experiment: least squares of log
-   seconds on the logs of the trial's features whose stored values span at least a factor
-   of ``MIN_SPAN`` (training rows ``n`` and columns ``d`` of its dataset, as stored trials
-   of that dataset recorded them; the budget; numeric method parameters), features dropped
-   last first until the distinct settings outnumber the coefficients by one and the fit is of full
-   rank; with no feature left, the median of the method's trials (**median**). The model
-   does not extrapolate: a feature beyond its stored values is held at the nearest one
-   and the trial is named as reaching beyond them (an underestimate where the cost grows
-   with it; a slope fitted on a narrow range, extrapolated, gave hours for seconds). The
-   longest to expect is the estimate times the largest ratio of actual to fitted time
-   among the trials fitted; memory is the largest peak of the method's trials on the
-   same dataset, else on any;
+4. **model**: a per-method cost model fitted on the stored ok trials and the reference fits
+   of the same method (name, class and budget unit; a method never measured: of every method
+   of its class in that unit), in any experiment: least squares of log seconds on the logs
+   of the trial's features whose stored values span at least a factor of ``MIN_SPAN``
+   (training rows ``n`` and columns ``d`` of its dataset, as stored trials of that dataset
+   recorded them; the budget; numeric method parameters), features dropped last first until
+   the distinct settings outnumber the coefficients by one and the fit is of full rank; with
+   no feature left, the median of the method's trials (**median**). The model does not
+   extrapolate: a feature beyond its stored values is held at the nearest one and the trial
+   is named as reaching beyond them (an underestimate where the cost grows with it; a slope
+   fitted on a narrow range, extrapolated, gave hours for seconds), and its figure is kept
+   between the fastest and the slowest of the trials it was fitted on (features each within
+   range can still combine as no trial did: AIM's fits of several papers, pooled, once gave
+   an arena cell 1,200 hours). The longest to expect is the estimate times the largest ratio
+   of actual to fitted time among the trials fitted; memory is the largest peak of the
+   method's trials on the same dataset, else on any;
 5. **unknown**: counted and named, never given a number.
 
 Seconds are a trial's recorded data + fit + evaluation time (``timing``), without the
@@ -104,8 +107,15 @@ def data_of(spec: TrialSpec) -> str:
     return digest({k: v for k, v in spec.data_identity().items() if k != "trial"})
 
 
-def group_of(spec: TrialSpec) -> tuple[str, str]:
-    """What one cost model covers: a method class with its budgets in one unit."""
+def group_of(spec: TrialSpec) -> tuple[str, ...]:
+    """What one cost model covers: a method (its name without a sweep's ``[...]``) of one
+    class with its budgets in one unit."""
+    return spec.method_target, spec.budget_unit, spec.method.split("[", 1)[0]
+
+
+def class_of(spec: TrialSpec) -> tuple[str, ...]:
+    """What a cost model covers where the method itself was never measured: every method
+    of its class with budgets in the same unit."""
     return spec.method_target, spec.budget_unit
 
 
@@ -183,7 +193,7 @@ class Estimator:
     trials: Sequence[Stored]
     reference: Sequence[Stored] = ()
     _cells: dict[str, list[Stored]] = field(default_factory=dict, init=False)
-    _groups: dict[tuple[str, str], list[Stored]] = field(default_factory=dict, init=False)
+    _groups: dict[tuple[str, ...], list[Stored]] = field(default_factory=dict, init=False)
     _sizes: dict[str, tuple[int, int]] = field(default_factory=dict, init=False)
     _fits: dict[tuple, tuple] = field(default_factory=dict, init=False)
 
@@ -201,11 +211,12 @@ class Estimator:
             if t.lower_bound:                # a bound, not a time: no model fits on it
                 continue
             self._groups.setdefault(group_of(t.spec), []).append(t)
+            self._groups.setdefault(class_of(t.spec), []).append(t)
             if t.size:
                 self._sizes.setdefault(self._data[id(t)], t.size)
         self._features = {id(t): features_of(t.spec, t.size or self._sizes.get(self._data[id(t)]))
                           for t in every}
-        self._ranges: dict[tuple[str, str], dict[str, tuple[float, float]]] = {}
+        self._ranges: dict[tuple[str, ...], dict[str, tuple[float, float]]] = {}
         for group, trials in self._groups.items():
             seen: dict[str, list[float]] = {}
             for t in trials:
@@ -228,23 +239,28 @@ class Estimator:
         between = self._interpolate(spec)
         if between is not None:
             return between
-        group = self._groups.get(group_of(spec))
+        key = group_of(spec) if group_of(spec) in self._groups else class_of(spec)
+        group = self._groups.get(key)
         if not group:
             return Estimate(None, None, None, UNKNOWN)
         want = features_of(spec, self.size(spec))
-        names, coef, spread = self._fit(group_of(spec), want)
+        names, coef, spread = self._fit(key, want)
         data = data_of(spec)
         mem = _max_mem(t for t in group if self._data[id(t)] == data)
         mem = _max_mem(group) if mem is None else mem
         if names:
-            ranges = self._ranges[group_of(spec)]
+            ranges = self._ranges[key]
             x = np.array([1.0, *(min(max(want[k], ranges[k][0]), ranges[k][1])
                                  for k in names)])
-            seconds, source = math.exp(float(x @ coef)), MODEL
+            # within the group's fastest and slowest trial: a fit across settings that were
+            # never varied together can put a product of in-range features far outside
+            times = [t.seconds for t in group if t.seconds > 0]
+            seconds = min(max(math.exp(float(x @ coef)), min(times)), max(times))
+            source = MODEL
         else:
             seconds, source = float(coef[0]), MEDIAN
         return Estimate(seconds, seconds * spread, mem, source,
-                        beyond=self._beyond(group_of(spec), want))
+                        beyond=self._beyond(key, want))
 
     def _measured(self, cell: str) -> Estimate | None:
         """The figures of a cell from its own stored trials, else its reference fits: their
@@ -281,7 +297,7 @@ class Estimator:
                         max(mems) if mems else None, INTERPOLATED,
                         at_least=lo.at_least or hi.at_least)
 
-    def _fit(self, group: tuple[str, str], want: Mapping[str, float]
+    def _fit(self, group: tuple[str, ...], want: Mapping[str, float]
              ) -> tuple[tuple[str, ...], np.ndarray, float]:
         """(features kept, coefficients, spread) of ``group``'s model for a trial with the
         features ``want``; no feature kept: ``coef[0]`` is the group's median seconds."""
@@ -311,7 +327,7 @@ class Estimator:
         self._fits[cache_key] = fit
         return fit
 
-    def _beyond(self, group: tuple[str, str], want: Mapping[str, float]) -> tuple[str, ...]:
+    def _beyond(self, group: tuple[str, ...], want: Mapping[str, float]) -> tuple[str, ...]:
         """The trial's features beyond the values the group's stored trials had (``size``
         when its dataset's size is unknown but theirs is known)."""
         ranges = self._ranges[group]

@@ -132,6 +132,42 @@ def test_few_trials_give_the_median_and_an_unseen_method_is_unknown(tmp_path: Pa
                      "(a smoke run, e.g. profile=smoke, gives `plan` figures to use)"]
 
 
+def shared(dataset: str, method: str, eps: float, **params: float) -> TrialSpec:
+    """A trial of ``method``, one of several methods of the class ``toy.Shared``."""
+    return TrialSpec(dataset=dataset, dataset_target="toy.load", dataset_params={"name": dataset},
+                     method=method, method_target="toy.Shared", method_params=params,
+                     task="regression", epsilon=eps, delta=1e-5, budget_unit="epsilon",
+                     trial=0)
+
+
+def test_the_model_is_the_methods_own_then_its_classes_and_stays_in_range(tmp_path: Path
+                                                                         ) -> None:
+    """A measured method's model is fitted on its own trials (not a cheaper sibling of its
+    class); a method never measured borrows its class's; and no model figure leaves the
+    range of the trials fitted, though each feature is within it (times 10^(log n + log k
+    - 1) seconds, measured where n or k is small: the fitted corner n = 1000, k = 100 is
+    10,000 s, 100x the slowest trial)."""
+    store = ResultStore(tmp_path)
+    for eps in (0.5, 1.0, 2.0):
+        put(store, shared("a", "slow", eps), 100.0 / eps, n=1000)
+        put(store, shared("a", "fast", eps), 1.0 / eps, n=1000)
+    est = Estimator(stored_trials(store))
+    slow = est.estimate(shared("a", "slow[x=1]", 0.7))       # a sweep point of slow
+    assert slow.source == MODEL and slow.seconds == pytest.approx(100.0 / 0.7, rel=1e-9)
+    sibling = est.estimate(shared("a", "other", 0.7))         # only its class was measured
+    assert sibling.source == MODEL and 1.0 / 0.7 < sibling.seconds < 100.0 / 0.7
+
+    store = ResultStore(tmp_path / "corner")
+    for n, k in ((10, 1), (1000, 1), (10, 100), (100, 10)):
+        put(store, shared(f"d{n}", "m", 1.0, k=k), 10.0 ** (math.log10(n * k) - 1), n=n)
+    est = Estimator(stored_trials(store))
+    inside = est.estimate(shared("d100", "m", 1.0, k=1))
+    assert inside.source == MODEL and inside.seconds == pytest.approx(10.0, rel=1e-9)
+    corner = est.estimate(shared("d1000", "m", 1.0, k=100))
+    assert corner.source == MODEL and corner.beyond == ()
+    assert corner.seconds == pytest.approx(100.0)   # the slowest trial fitted, not 10,000
+
+
 def slurm_cost(tmp_path: Path) -> tuple:
     """Six trials to do of 20 s (eps 1) and 100 s (eps 2, the longest stored 130 s)."""
     store = ResultStore(tmp_path)
