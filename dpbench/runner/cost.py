@@ -260,7 +260,7 @@ class Estimator:
         else:
             seconds, source = float(coef[0]), MEDIAN
         return Estimate(seconds, seconds * spread, mem, source,
-                        beyond=self._beyond(key, want))
+                        beyond=self._beyond(key, want, spec))
 
     def _measured(self, cell: str) -> Estimate | None:
         """The figures of a cell from its own stored trials, else its reference fits: their
@@ -327,14 +327,19 @@ class Estimator:
         self._fits[cache_key] = fit
         return fit
 
-    def _beyond(self, group: tuple[str, ...], want: Mapping[str, float]) -> tuple[str, ...]:
+    def _beyond(self, group: tuple[str, ...], want: Mapping[str, float],
+                spec: TrialSpec) -> tuple[str, ...]:
         """The trial's features beyond the values the group's stored trials had (``size``
-        when its dataset's size is unknown but theirs is known)."""
+        when its dataset's size is unknown but theirs is known), and its other method
+        settings (a name, a flag, a list: not features) that none of them had, whose cost
+        the model cannot know (DualQuery's MIP oracle where only enumeration was run)."""
         ranges = self._ranges[group]
         out = [k for k, v in want.items()
                if k not in ranges or not ranges[k][0] - 1e-9 <= v <= ranges[k][1] + 1e-9]
         if "n" in ranges and "n" not in want:
             out.append("size")
+        out += [f"param.{k}" for k, v in spec.method_params.items() if not is_number(v)
+                and all(t.spec.method_params.get(k) != v for t in self._groups[group])]
         return tuple(sorted(out))
 
 

@@ -156,6 +156,9 @@ def test_the_model_is_the_methods_own_then_its_classes_and_stays_in_range(tmp_pa
     assert slow.source == MODEL and slow.seconds == pytest.approx(100.0 / 0.7, rel=1e-9)
     sibling = est.estimate(shared("a", "other", 0.7))         # only its class was measured
     assert sibling.source == MODEL and 1.0 / 0.7 < sibling.seconds < 100.0 / 0.7
+    assert sibling.beyond == ()
+    other_oracle = est.estimate(shared("a", "slow", 0.7, oracle="mip"))   # never run
+    assert other_oracle.source == MODEL and other_oracle.beyond == ("param.oracle",)
 
     store = ResultStore(tmp_path / "corner")
     for n, k in ((10, 1), (1000, 1), (10, 100), (100, 10)):
