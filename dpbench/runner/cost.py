@@ -27,10 +27,10 @@ Each trial to run gets its figures from the first of these that has them:
    is named as reaching beyond them (an underestimate where the cost grows with it; a slope
    fitted on a narrow range, extrapolated, gave hours for seconds), and its figure is kept
    between the fastest and the slowest of the trials it was fitted on (features each within
-   range can still combine as no trial did: AIM's fits of several papers, pooled, once gave
-   an arena cell 1,200 hours). The longest to expect is the estimate times the largest ratio
-   of actual to fitted time among the trials fitted; memory is the largest peak of the
-   method's trials on the same dataset, else on any;
+   range can still combine as no trial did: one method class's fits from several papers,
+   pooled, once gave an arena cell 1,200 hours). The longest to expect is the estimate times
+   the largest ratio of actual to fitted time among the trials fitted; memory is the largest
+   peak of the method's trials on the same dataset, else on any;
 5. **unknown**: counted and named, never given a number.
 
 Seconds are a trial's recorded data + fit + evaluation time (``timing``), without the
@@ -332,7 +332,7 @@ class Estimator:
         """The trial's features beyond the values the group's stored trials had (``size``
         when its dataset's size is unknown but theirs is known), and its other method
         settings (a name, a flag, a list: not features) that none of them had, whose cost
-        the model cannot know (DualQuery's MIP oracle where only enumeration was run)."""
+        the model cannot know (an exact solver where only enumeration was run)."""
         ranges = self._ranges[group]
         out = [k for k, v in want.items()
                if k not in ranges or not ranges[k][0] - 1e-9 <= v <= ranges[k][1] + 1e-9]
