@@ -10,6 +10,14 @@ from pathlib import Path
 
 import pytest
 
+# submitit configures logging when it is first imported (logging.config.dictConfig), which
+# closes every handler registered by then. absl's handler, registered when JAX is first
+# imported, closes its stream unless it is the current sys.stderr: under pytest's capture
+# that stream is the capture's file, which a later test's capsys then finds closed ("I/O
+# operation on closed file"), depending on test order. Importing submitit here runs its
+# configuration before any such handler exists.
+import submitit  # noqa: F401
+
 REPO = Path(__file__).resolve().parents[1]
 
 
