@@ -41,17 +41,6 @@ FIELDS: Mapping[str, type | tuple[type, ...]] = {
     "finished_at": str, "machine": str}
 
 
-def reference_file(paper: str | None) -> Path | None:
-    """``papers/<paper>/costs.jsonl`` if the paper ships one (None for no paper or none)."""
-    if not paper:
-        return None
-    try:
-        path = paper_dir(str(paper)) / FILE
-    except ValueError:
-        return None
-    return path if path.is_file() else None
-
-
 def home_of(paper: str | None, experiment: str) -> Path:
     """Where an experiment's reference fits are kept: its paper's folder
     (``papers/<paper>/costs.jsonl``), or for an experiment of no paper (an arena) the folder
@@ -74,8 +63,8 @@ def shipped_files() -> list[Path]:
     papers = sorted({d.name for base in papers_dirs() for d in base.iterdir()
                      if (d / FILE).is_file()})
     folders = sorted({p.parent for p in entries("experiment").values()})
-    found = [reference_file(n) for n in papers] + [d / FILE for d in folders]
-    return [p for p in found if p is not None and p.is_file()]
+    found = [paper_dir(n) / FILE for n in papers] + [d / FILE for d in folders]
+    return [p for p in found if p.is_file()]
 
 
 def reference_files(paper: str | None, experiment: str) -> list[Path]:
