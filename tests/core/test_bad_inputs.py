@@ -5,7 +5,7 @@ overflows or fails after the work has started).
 The commands run in this process (``dpbench.entry.main``: what the ``dpbench`` command runs
 after its start-up) against a results folder holding a finished smoke run; a SIGALRM guard
 turns a hang into a failure after 10 s (a guard, not a timing: the inputs take well under a
-second when refused). The README's bad-input paragraph and docs/reliability.md list these
+second when refused). The README's bad-input sentence and docs/reliability.md list these
 kinds; test_cli_errors.py holds the subprocess versions of a few of them.
 """
 

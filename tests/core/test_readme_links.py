@@ -18,6 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
 README_MAX_LINES = 300
+#: long table rows evade a line count: words too (the README of 2026-11-28 had 3,287 before
+#: its reference material moved to docs/, and 2,367 after)
+README_MAX_WORDS = 2500
 
 #: ``[text](target)`` and ``![alt](target)``; the target may be ``<...>`` and carry a title
 INLINE = re.compile(r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*(<[^>]*>|[^)\s]+)(?:\s+[^)]*)?\)")
@@ -93,6 +96,9 @@ def test_the_readme_links_the_docs_and_the_site_screenshots() -> None:
 
 
 def test_the_readme_is_a_front_door() -> None:
-    n = len(README.read_text(encoding="utf-8").splitlines())
+    text = README.read_text(encoding="utf-8")
+    n, words = len(text.splitlines()), len(text.split())
     assert n <= README_MAX_LINES, (f"README.md has {n} lines (at most {README_MAX_LINES}): "
                                    "move reference material to docs/")
+    assert words <= README_MAX_WORDS, (f"README.md has {words} words (at most "
+                                       f"{README_MAX_WORDS}): move reference material to docs/")
