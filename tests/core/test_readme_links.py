@@ -102,3 +102,15 @@ def test_the_readme_is_a_front_door() -> None:
                                    "move reference material to docs/")
     assert words <= README_MAX_WORDS, (f"README.md has {words} words (at most "
                                        f"{README_MAX_WORDS}): move reference material to docs/")
+
+
+#: the developers' reading material, which users do not have: docs cite papers by section
+PRIVATE_SOURCES = re.compile(r"(?:\.\./)?shared/(?:papers|datasets|DESIGN|ARENA)|NOTES\.md")
+
+
+def test_no_page_cites_files_users_do_not_have() -> None:
+    pages = [README, *sorted((REPO / "docs").rglob("*.md")),
+             *sorted((REPO / "papers").rglob("*.md")), *sorted((REPO / "data").rglob("*.md"))]
+    cited = [f"{p.relative_to(REPO)}: {m.group(0)}" for p in pages
+             for m in PRIVATE_SOURCES.finditer(p.read_text(encoding="utf-8"))]
+    assert not cited, "pages cite files users do not have: " + "; ".join(cited)
