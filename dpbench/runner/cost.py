@@ -33,6 +33,14 @@ Each trial to run gets its figures from the first of these that has them:
    peak of the method's trials on the same dataset, else on any;
 5. **unknown**: counted and named, never given a number.
 
+Shared fits: a trial whose measured trials found a shared fit (an artifact, e.g. one model
+serving two methods, or a pre-trained network) built by a trial of another cell is cheap
+only where that trial runs too. When the builder's trial (its cell at the same budget and
+trial number; at the builder's own where a hit at another showed that one fit serves
+several) is neither in the grid nor stored, the first trial that needs the fit is counted
+at the builder's cost (the larger of the two), once per fit, and the plan says which
+cells do so.
+
 Seconds are a trial's recorded data + fit + evaluation time (``timing``), without the
 start-up of its process. Memory is the record's ``peak_rss_mb``: the worker process's peak
 resident set during the trial (``execute`` resets the high-water mark as the trial starts),
@@ -48,7 +56,7 @@ import math
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from heapq import heapify, heapreplace
 from statistics import median
 from typing import Any
@@ -142,6 +150,8 @@ class Stored:
     mem_mb: float | None
     size: tuple[int, int] | None      # (training rows, columns) of its dataset
     lower_bound: bool = False         # a reference fit stopped unfinished after ``seconds``
+    artifact: str | None = None       # the key of the shared fit (artifact) it used, if any
+    artifact_hit: bool = False        # it found that fit built by another trial
 
 
 @dataclass(frozen=True)
@@ -158,6 +168,7 @@ class Estimate:
     source: str
     beyond: tuple[str, ...] = ()
     at_least: bool = False            # from a reference fit that did not finish
+    builds_shared: bool = False       # pays for a shared fit its measured trials found built
 
 
 def reference_trials(lines: Iterable[Mapping[str, Any]]) -> list[Stored]:
@@ -165,8 +176,16 @@ def reference_trials(lines: Iterable[Mapping[str, Any]]) -> list[Stored]:
     as stored trials."""
     return [Stored(TrialSpec.from_dict(ln["spec"]), float(ln["seconds"]),
                    float(ln["peak_rss_mb"]) if is_number(ln.get("peak_rss_mb")) else None,
-                   (int(ln["n_train"]), int(ln["d"])), bool(ln.get("unfinished")))
+                   (int(ln["n_train"]), int(ln["d"])), bool(ln.get("unfinished")),
+                   *artifact_of(ln))
             for ln in lines]
+
+
+def artifact_of(record: Mapping[str, Any]) -> tuple[str | None, bool]:
+    """(artifact key, found built) of a store record (its ``info``) or a reference line."""
+    info = record.get("info") if isinstance(record.get("info"), Mapping) else record
+    key = info.get("artifact_key")
+    return (key, bool(info.get("cache_hit"))) if isinstance(key, str) else (None, False)
 
 
 def stored_trials(store: ResultStore) -> list[Stored]:
@@ -182,7 +201,33 @@ def stored_trials(store: ResultStore) -> list[Stored]:
             continue
         n, d = rec.get("n_train"), rec.get("d")
         size = (int(n), int(d)) if is_number(n) and is_number(d) and n > 0 and d > 0 else None
-        out.append(Stored(spec, record_seconds(rec), record_mem_mb(rec), size))
+        out.append(Stored(spec, record_seconds(rec), record_mem_mb(rec), size, False,
+                          *artifact_of(rec)))
+    return out
+
+
+def shared_fit_builders(trials: Iterable[Stored]
+                        ) -> dict[str, tuple[TrialSpec, bool, bool]]:
+    """For the cells (budget left out) whose trials found a shared fit built by a trial of
+    another cell: the spec of a trial that built it, and whether one fit served several
+    trial numbers, and several budgets (a hit at another trial number, or budget, than its
+    builder's)."""
+    groups: dict[str, list[Stored]] = {}
+    for t in trials:
+        if t.artifact:
+            groups.setdefault(t.artifact, []).append(t)
+    out: dict[str, tuple[TrialSpec, bool, bool]] = {}
+    for group in groups.values():
+        built = [t for t in group if not t.artifact_hit]
+        if not built:
+            continue
+        builder = built[0].spec
+        for t in group:
+            cells = budgets_of(t.spec)
+            if t.artifact_hit and cells != budgets_of(builder):
+                _, trials_, budgets = out.get(cells, (builder, False, False))
+                out[cells] = (builder, trials_ or t.spec.trial != builder.trial,
+                              budgets or t.spec.epsilon != builder.epsilon)
     return out
 
 
@@ -216,6 +261,7 @@ class Estimator:
                 self._sizes.setdefault(self._data[id(t)], t.size)
         self._features = {id(t): features_of(t.spec, t.size or self._sizes.get(self._data[id(t)]))
                           for t in every}
+        self._builders = shared_fit_builders(every)
         self._ranges: dict[tuple[str, ...], dict[str, tuple[float, float]]] = {}
         for group, trials in self._groups.items():
             seen: dict[str, list[float]] = {}
@@ -261,6 +307,18 @@ class Estimator:
             seconds, source = float(coef[0]), MEDIAN
         return Estimate(seconds, seconds * spread, mem, source,
                         beyond=self._beyond(key, want, spec))
+
+    def builder_of(self, spec: TrialSpec) -> TrialSpec | None:
+        """The trial that, in the measured trials, built the shared fit (artifact) that
+        ``spec``'s cells found built: the builder's cell at ``spec``'s budget and trial
+        number (at the builder's own where one fit served several); None if its cells
+        built their own or used none."""
+        found = self._builders.get(budgets_of(spec))
+        if found is None:
+            return None
+        builder, every_trial, every_budget = found
+        return replace(builder, epsilon=builder.epsilon if every_budget else spec.epsilon,
+                       trial=builder.trial if every_trial else spec.trial)
 
     def _measured(self, cell: str) -> Estimate | None:
         """The figures of a cell from its own stored trials, else its reference fits: their
@@ -434,8 +492,30 @@ def grid_cost(specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
         rec = store.get(key)
         if rec and rec.get("status") == OK:
             done += record_seconds(rec)
-    return Cost(todo, {s.key: est.estimate(s) for s in todo}, done,
-                reference_note if reference else None)
+    estimates = {s.key: est.estimate(s) for s in todo}
+    in_grid, charged = {s.key for s in specs}, set()
+    for s in todo:
+        # its measured trials found a shared fit built by a trial of another cell: with that
+        # cell neither in the grid nor stored, the first trial needing the fit builds it
+        builder = est.builder_of(s)
+        if (builder is None or builder.key in in_grid or builder.key in charged
+                or _stored_ok(store, builder)):
+            continue
+        own, alone = estimates[s.key], est.estimate(builder)
+        if own.seconds is None or alone.seconds is None:
+            continue
+        charged.add(builder.key)
+        mems = [m for m in (own.mem_mb, alone.mem_mb) if m is not None]
+        estimates[s.key] = replace(
+            own, seconds=max(own.seconds, alone.seconds),
+            longest=max(own.longest or 0.0, alone.longest or 0.0),
+            mem_mb=max(mems) if mems else None, builds_shared=True)
+    return Cost(todo, estimates, done, reference_note if reference else None)
+
+
+def _stored_ok(store: ResultStore, spec: TrialSpec) -> bool:
+    rec = store.get(spec.key)
+    return bool(rec) and rec.get("status") == OK
 
 
 def cost_lines(cost: Cost, *, workers: int | None = None,
@@ -476,6 +556,12 @@ def cost_lines(cost: Cost, *, workers: int | None = None,
                                for k, c in sorted(beyond.items()))
                    + "); a feature the stored trials never varied is taken not to matter: "
                    "rough figures")
+    shared = sorted({trial_name(s) for s in todo if cost.estimates[s.key].builds_shared})
+    if shared:
+        out.append(f"note: {len(shared)} cell(s) will build a shared fit (an artifact) that "
+                   "their measured trials found built by another method's trial, outside "
+                   "this grid: counted at that trial's cost ("
+                   + ", ".join(shared[:3]) + (", ..." if len(shared) > 3 else "") + ")")
     known = cost.known
     longest = max(known, key=lambda s: cost.estimates[s.key].longest, default=None)
     mems = [s for s in known if cost.estimates[s.key].mem_mb is not None]

@@ -29,7 +29,7 @@ from typing import Any
 
 from dpbench.checksum import replace_file
 from dpbench.roots import paper_dir, papers_dirs
-from dpbench.runner.cost import record_mem_mb, record_seconds
+from dpbench.runner.cost import artifact_of, record_mem_mb, record_seconds
 from dpbench.runner.grid import ConfigError, entries
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import OK, is_number
@@ -93,6 +93,9 @@ def read_reference(path: Path) -> list[dict[str, Any]]:
             bad = ["seconds"]
         if not bad and not isinstance(line.get("unfinished", False), bool):
             bad = ["unfinished"]
+        if not bad and "artifact_key" in line and not (
+                isinstance(line["artifact_key"], str) and isinstance(line.get("cache_hit"), bool)):
+            bad = ["artifact_key and cache_hit"]
         if bad:
             raise ConfigError(f"{path}: line {no} lacks a valid {', '.join(bad)}; each "
                               f"line needs {', '.join(FIELDS)}")
@@ -131,7 +134,15 @@ def reference_line(record: Mapping[str, Any], machine: str) -> dict[str, Any]:
             "peak_rss_mb": record_mem_mb(record),
             "n_train": int(record["n_train"]), "d": int(record["d"]),
             "commit": record.get("commit"), "finished_at": record.get("finished_at", ""),
-            "machine": machine}
+            "machine": machine, **artifact_fields(record)}
+
+
+def artifact_fields(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The shared fit (artifact) a trial used, as a reference line keeps it: its key and
+    whether the trial found it built by another (``plan`` then knows what the trial costs
+    without that other trial)."""
+    key, hit = artifact_of(record)
+    return {"artifact_key": key, "cache_hit": hit} if key else {}
 
 
 def unfinished_line(spec: TrialSpec, cpu_s: float, size: tuple[int, int], machine: str,

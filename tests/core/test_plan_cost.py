@@ -257,3 +257,46 @@ def test_estimate_against_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[st
     actual = sum(record_seconds(store.get(s.key)) for s in new)
     assert abs(math.log(estimate / actual)) < math.log(3), (estimate, actual)
     capsys.readouterr()
+
+
+def _used(s: TrialSpec, seconds: float, artifact: str, hit: bool) -> Stored:
+    """A measured trial of ``s`` that used the shared fit ``artifact`` (``hit``: found it
+    built by another trial)."""
+    return Stored(s, seconds, 100.0, (1000, 5), False, artifact, hit)
+
+
+def test_a_shared_fit_is_paid_once_by_a_grid_without_its_builder(tmp_path: Path) -> None:
+    """Reference fits: a ``builder`` trial fits a model (100 s) that a ``user`` trial of
+    the same budget and trial number then finds built (1 s). A grid of ``user`` alone pays
+    the model in each of its trials (a fit per budget and trial), unless the builder's trial
+    is stored; with ``builder`` in the grid nobody pays twice. A pre-training that one fit
+    serves for every budget and trial (``pre`` built it, ``tuned`` found it at other
+    trials and budgets) is paid once."""
+    reference = [
+        *(_used(spec("a", "builder", e), 100.0, f"fit{e}", False) for e in (1.0, 2.0)),
+        *(_used(spec("a", "user", e), 1.0, f"fit{e}", True) for e in (1.0, 2.0)),
+        _used(spec("a", "pre", 1.0), 300.0, "net", False),
+        *(_used(spec("a", "tuned", e, t), 5.0, "net", True) for e in (1.0, 2.0) for t in (0, 1)),
+    ]
+    users = [spec("a", "user", e, t) for e in (1.0, 2.0) for t in range(3)]
+    store = ResultStore(tmp_path)
+    alone = grid_cost(users, users, store, reference)
+    assert all(alone.estimates[s.key].seconds == 100.0 for s in users)
+    assert all(alone.estimates[s.key].builds_shared for s in users)
+    assert any(line.startswith("note: 2 cell(s) will build a shared fit")
+               for line in cost_lines(alone, workers=1)), cost_lines(alone, workers=1)
+
+    builders = [spec("a", "builder", e, t) for e in (1.0, 2.0) for t in range(3)]
+    both = grid_cost(users + builders, users + builders, store, reference)
+    assert [both.estimates[s.key].seconds for s in users] == [1.0] * 6
+    assert both.seconds(users + builders) == pytest.approx(6 * 101.0)
+
+    put(store, spec("a", "builder", 2.0, 1), 100.0)     # its fit is in the cache
+    stored = grid_cost(users, users, store, reference)
+    assert stored.estimates[spec("a", "user", 2.0, 1).key].seconds == 1.0
+    assert stored.seconds(users) == pytest.approx(5 * 100.0 + 1.0)
+
+    tuned = [spec("a", "tuned", e, t) for e in (0.5, 1.0, 2.0) for t in range(4)]
+    once = grid_cost(tuned, tuned, ResultStore(tmp_path / "empty"), reference)
+    paid = [s for s in tuned if once.estimates[s.key].builds_shared]
+    assert len(paid) == 1 and once.estimates[paid[0].key].seconds == 300.0

@@ -49,6 +49,23 @@ def test_reference_line_keeps_cpu_seconds_else_the_wall_time() -> None:
     assert reference_line(record(s, 9.0, 4.0), "box")["seconds"] == 4.0
     line = reference_line(record(s, 9.0, None), "box")
     assert line["seconds"] == 9.0 and line["seconds_are"] == "wall"
+    assert "artifact_key" not in line
+
+
+def test_a_reference_line_keeps_the_shared_fit_its_trial_used(tmp_path: Path) -> None:
+    """The artifact key and whether the trial found it built survive export and reading,
+    so that a plan knows which cells share a fit; a line with a malformed pair is refused."""
+    s = spec("a", "m", 1.0)
+    rec = {**record(s, 3.0, 2.0), "info": {"artifact_key": "f1", "cache_hit": True}}
+    path = tmp_path / "costs.jsonl"
+    export([rec], path, "box")
+    (line,) = read_reference(path)
+    assert (line["artifact_key"], line["cache_hit"]) == ("f1", True)
+    (trial,) = reference_trials([line])
+    assert (trial.artifact, trial.artifact_hit) == ("f1", True)
+    path.write_text(json.dumps({**line, "cache_hit": "yes"}) + "\n")
+    with pytest.raises(ConfigError, match="line 1 lacks a valid artifact_key and cache_hit"):
+        read_reference(path)
 
 
 def test_sources_in_order_store_then_reference_then_one_model(tmp_path: Path) -> None:
