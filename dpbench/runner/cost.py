@@ -559,7 +559,7 @@ def cost_lines(cost: Cost, *, workers: int | None = None,
     shared = sorted({trial_name(s) for s in todo if cost.estimates[s.key].builds_shared})
     if shared:
         out.append(f"note: {len(shared)} cell(s) will build a shared fit (an artifact) that "
-                   "their measured trials found built by another method's trial, outside "
+                   "their measured trials found built by a trial of another cell, outside "
                    "this grid: counted at that trial's cost ("
                    + ", ".join(shared[:3]) + (", ..." if len(shared) > 3 else "") + ")")
     known = cost.known
