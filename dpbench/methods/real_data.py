@@ -34,6 +34,7 @@ class RealData(LinearModel):
         X, y, records = data.X, data.y, data.discrete
         frac = self.params.get("fraction", 1.0)
         if frac < 1:
+            # not privacy noise: non-private
             keep = np.sort(rng.choice(data.n, max(2, round(frac * data.n)), replace=False))
             X, y = X[keep], y[keep]
             records = None if records is None else records.iloc[keep].reset_index(drop=True)

@@ -40,7 +40,7 @@ def post_seed(rng: np.random.Generator) -> np.random.SeedSequence:
     seq = getattr(rng.bit_generator, "seed_seq", None)
     if isinstance(seq, np.random.SeedSequence):
         return seq.spawn(1)[0]
-    return np.random.SeedSequence(int(rng.integers(2**63)))
+    return np.random.SeedSequence(int(rng.integers(2**63)))  # not privacy noise: a seed
 
 
 def codes_frame(codes: NDArray, attributes: Sequence[str]) -> pd.DataFrame:
@@ -57,6 +57,7 @@ def sample_histogram(dist: NDArray, attributes: Sequence[str], n: int,
     the order of ``attributes``; normalised here)."""
     p = np.asarray(dist, dtype=float)
     flat = p.ravel() / p.sum()
+    # not privacy noise: rows from a release
     cells = np.random.default_rng(seed).choice(flat.size, size=int(n), p=flat)
     return codes_frame(np.column_stack(np.unravel_index(cells, p.shape)), attributes)
 
@@ -81,11 +82,11 @@ def sample_blocks(rows: NDArray, attributes: Sequence[str], sizes: Sequence[int]
         raise ValueError(f"relaxed rows have {rows.shape[1]} columns; the domain has "
                          f"{sum(sizes)} levels")
     r = np.random.default_rng(seed)
-    which = r.permutation(np.arange(int(n)) % rows.shape[0])
+    which = r.permutation(np.arange(int(n)) % rows.shape[0])  # not privacy noise: rows
     codes = []
     for p in block_distributions(rows, sizes):
         cdf = np.cumsum(p[which], axis=1)
-        u = r.random(int(n)) * cdf[:, -1]
+        u = r.random(int(n)) * cdf[:, -1]  # not privacy noise: rows
         codes.append(np.minimum((cdf <= u[:, None]).sum(axis=1), p.shape[1] - 1))
     return codes_frame(np.column_stack(codes) if codes else np.zeros((int(n), 0)), attributes)
 

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from dpbench.methods.binagg.privtree import privtree, privtree_params, split_decision
+from dpbench.methods.binagg.privtree import privtree, privtree_params
+from dpbench.privacy.noise import PrivTree
 
 
 class _ZeroNoise:
@@ -31,6 +32,21 @@ def test_params_follow_corollary_1() -> None:
 def test_params_reject_bad_epsilon(bad: float) -> None:
     with pytest.raises(ValueError, match="epsilon"):
         privtree_params(bad)
+
+
+class _Drawn:
+    """A generator stand-in whose Laplace draw is a given number."""
+
+    def __init__(self, z: float) -> None:
+        self.z = z
+
+    def laplace(self, loc: float, scale: float) -> float:
+        return loc + self.z
+
+
+def split_decision(count: int, depth: int, z: float, *, theta: float, delta: float) -> bool:
+    """The privacy primitive's split test with its Laplace draw fixed to ``z``."""
+    return PrivTree(1.0, delta, theta, 2, relation="add_remove").split(count, depth, _Drawn(z))
 
 
 def test_split_decision_uses_depth_penalty_and_floor() -> None:

@@ -13,12 +13,12 @@ from dpbench.methods.classification.dpsgd import (
     ALPHAS,
     DPSGD,
     calibrate_sigma,
-    poisson_batch,
     rdp_epsilon,
 )
 from dpbench.methods.classification.tuning import compose, per_run_budget
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.conversions import gdp_eps
+from dpbench.privacy.noise import poisson_rows
 from dpbench.tasks.classification import auc
 
 TINY = {"batch_sizes": ["n", 64], "clips": [0.5], "epochs": [2], "lrs": [0.5]}
@@ -146,14 +146,14 @@ def test_linear_variant_runs_and_charges():
     assert np.all(np.isfinite(m.coef_)) and acc.charges
 
 
-def test_poisson_batch_inclusion_rates():
+def test_poisson_rows_inclusion_rates():
     # 4000 draws of n = 50, q = 0.1: each row's inclusion frequency ~ Binomial(4000, 0.1)/4000,
     # s.d. 0.0047; tolerance 0.02 (> 4 s.d.); batch-size variance n q (1-q) = 4.5 within 15%.
     rng = np.random.default_rng(11)
     counts = np.zeros(50)
     sizes = []
     for _ in range(4000):
-        rows = poisson_batch(50, 0.1, rng)
+        rows = poisson_rows(50, 0.1, rng, relation="add_remove", label="test")
         assert np.all(np.diff(rows) > 0) and (len(rows) == 0 or rows[-1] < 50)
         counts[rows] += 1
         sizes.append(len(rows))

@@ -91,7 +91,7 @@ def test_query_distribution_is_the_exponential_mechanism_of_round_t() -> None:
     rng = np.random.default_rng(0)
     counts = np.zeros(6)
     for _ in range(40):
-        pos, neg, c = sample_queries(scores, eta, 500, rng)
+        pos, neg, c = sample_queries(scores, eta, 500, rng, sensitivity=0.01)
         assert c.sum() == 500 and np.all(c >= 1)
         np.add.at(counts, pos + 3 * neg, c)
     freq = counts / counts.sum()
@@ -115,7 +115,7 @@ def brute_force(qs: QuerySet, positions: np.ndarray, negated: np.ndarray,
 def random_weighting(qs: QuerySet, rng: np.random.Generator, kind: str):
     if kind == "sampled":            # a round's draws: a few queries, integer counts
         pos, neg, w = sample_queries(rng.normal(0, 0.3, qs.n_queries), 3.0,
-                                     int(rng.integers(1, 40)), rng)
+                                     int(rng.integers(1, 40)), rng, sensitivity=0.01)
         return pos, neg, w
     if kind == "positive":           # no negations: only satisfiable jointly by luck
         pos = rng.choice(qs.n_queries, size=12, replace=False)

@@ -34,6 +34,7 @@ Gaussian-type draws together by dp-accounting's PLD at the trial's delta.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
@@ -55,7 +56,10 @@ DIGITS = 50
 #: PLD grid: the privacy-loss discretisation interval (pessimistic rounding: an upper bound)
 PLD_INTERVAL = 1e-4
 #: mechanisms that are pure epsilon-DP (priced by :func:`pure_epsilon`)
-PURE_KINDS = ("laplace", "report_noisy_max", "exponential", "pure")
+PURE_KINDS = ("laplace", "report_noisy_max", "exponential", "pure", "privtree")
+#: a sampler's batch sizes are taken for Poisson(n, q) unless the dispersion statistic
+#: sum (k - n q)^2 / (n q (1 - q)) lies in either chi^2(T) tail beyond this probability
+SAMPLER_TAIL = 1e-6
 
 
 class Unsupported(ValueError):
@@ -83,7 +87,117 @@ def pure_epsilon(d: Draw) -> float:
         return d.sensitivity / d.scale
     if d.mechanism in ("exponential", "pure"):
         return d.scale
+    if d.mechanism == "privtree":
+        return privtree_epsilon(d.scale, d.decay)
     raise Unsupported(f"{d.label}: {d.mechanism} is not pure DP")
+
+
+def privtree_epsilon(scale: float, decay: float) -> float:
+    """epsilon of PrivTree with Laplace scale lambda and per-level decay delta (Zhang, Xiao &
+    Xie 2016, Thm. 3.3's geometric sum): (1 / lambda) (2 g - 1) / (g - 1), g = e^{delta /
+    lambda}; at delta = lambda ln(fanout) this is their Corollary 1 (mpmath)."""
+    if not (scale > 0 and decay > 0):
+        raise Unsupported(f"PrivTree needs a Laplace scale and a decay > 0, got {scale}, "
+                          f"{decay}")
+    with mpmath.workdps(DIGITS):
+        g = mpmath.exp(mpmath.mpf(decay) / scale)
+        return float((2 * g - 1) / ((g - 1) * scale))
+
+
+def jl_epsilon(d: Draw, delta: float) -> float:
+    """epsilon at ``delta`` of a Gaussian projection R A' with sigma_min(A')^2 >= w^2 (the
+    draw's ``scale``), rows of squared norm <= B^2 (``sensitivity``) and r = ``size`` rows:
+    (4 B^2 / w^2) (sqrt(2 r ln(4 / delta)) + ln(4 / delta)) (Blocki et al. 2012, Thm. 3.1)."""
+    if not (d.scale > 0 and d.size >= 1):
+        raise Unsupported(f"{d.label}: a JL projection needs w^2 > 0 and r >= 1")
+    with mpmath.workdps(DIGITS):
+        ln = mpmath.log(4 / mpmath.mpf(delta))
+        return float(4 * mpmath.mpf(d.sensitivity) / d.scale
+                     * (mpmath.sqrt(2 * d.size * ln) + ln))
+
+
+# -- sampled steps: priced from the rows the sampler drew ---------------------------------
+
+def _poisson_like(sizes: Sequence[int], n: int, q: float) -> bool:
+    """Whether batch sizes are plausibly Binomial(n, q): the dispersion statistic in neither
+    chi^2(T) tail beyond :data:`SAMPLER_TAIL` (fixed sizes give 0: the lower tail)."""
+    if q >= 1:
+        return all(k == n for k in sizes)
+    var = n * q * (1 - q)
+    stat = math.fsum((k - n * q) ** 2 for k in sizes) / var
+    t = len(sizes)
+    lower = float(mpmath.gammainc(t / 2, 0, stat / 2, regularized=True))
+    upper = float(mpmath.gammainc(t / 2, stat / 2, mpmath.inf, regularized=True))
+    return min(lower, upper) > SAMPLER_TAIL
+
+
+def fold_samples(trace: Sequence[Draw]) -> tuple[list[Draw], list[str]]:
+    """The trace with each run of sampled steps (a ``sample`` draw and the ``on_batch``
+    Gaussian after it) folded into one ``subsampled_gaussian`` draw per label, whose sampler
+    is read from the rows drawn: Poisson if the sizes look Binomial(n, q) (add/remove, the
+    Gaussian's sensitivity), else fixed-size batches of distinct rows, priced as sampling
+    without replacement under replace-one (twice an add/remove sensitivity); rows drawn
+    with repeats have no analysis. Returns (draws, problems)."""
+    out: list[Draw] = []
+    problems: list[str] = []
+    runs: dict[tuple, list[Draw]] = {}
+    i = 0
+    while i < len(trace):
+        d = trace[i]
+        if d.mechanism != "sample":
+            if d.on_batch:
+                problems.append(f"draw {d.label!r} is noise on a batch no sampler drew")
+            out.append(d)
+            i += 1
+            continue
+        j = i + 1
+        while j < len(trace) and trace[j].on_batch:
+            j += 1
+        noise = trace[i + 1:j]
+        if len(noise) != 1:
+            problems.append(f"sampled step {d.label!r} has {len(noise)} Gaussian draws on its "
+                            "batch (one expected)")
+        else:
+            g = noise[0]
+            key = (g.label, g.scale, g.sensitivity, g.relation, d.rate, d.population,
+                   d.sampling)
+            if key not in runs:
+                runs[key] = []
+                out.append(dataclasses.replace(g, mechanism="subsampled_gaussian",
+                                               on_batch=False, value=None))
+            runs[key].append(d)
+        i = j
+    folded = []
+    for d in out:
+        if d.mechanism != "subsampled_gaussian" or d.sampling is not None:
+            folded.append(d)
+            continue
+        key = next(k for k in runs if k[0] == d.label and k[1] == d.scale)
+        steps = runs[key]
+        n, q, declared = steps[0].population, steps[0].rate, steps[0].sampling
+        sizes = [s.size for s in steps]
+        if not all(s.distinct for s in steps):
+            problems.append(f"{d.label!r}: rows drawn with repeats (sampling with "
+                            "replacement has no analysis here)")
+            folded.append(dataclasses.replace(d, sampling="with", count=len(steps)))
+            continue
+        poisson = _poisson_like(sizes, n, q)
+        if poisson:
+            sampling, relation, sens = "poisson", "add_remove", d.sensitivity
+        else:
+            fixed = len(set(sizes)) == 1
+            if not fixed:
+                problems.append(f"{d.label!r}: batch sizes {min(sizes)}-{max(sizes)} are "
+                                f"neither fixed nor Binomial({n}, {q:.4g})")
+            sampling, relation = "without", "replace_one"
+            sens = d.sensitivity * (2 if d.relation == "add_remove" else 1)
+        if sampling != declared:
+            problems.append(f"{d.label!r}: the sampler is declared {declared} but its "
+                            f"{len(sizes)} batches look {sampling} (sizes {min(sizes)}-"
+                            f"{max(sizes)}, n {n}, q {q:.4g}); priced as {sampling}")
+        folded.append(dataclasses.replace(d, sampling=sampling, relation=relation,
+                                          sensitivity=sens, rate=q, count=len(steps)))
+    return folded, problems
 
 
 def draw_rho(d: Draw) -> float:
@@ -210,6 +324,7 @@ def pld_epsilon(trace: Sequence[Draw], delta: float) -> float:
     """epsilon at delta of the trace's Gaussian, Laplace and subsampled-Gaussian draws by
     dp-accounting's PLD (pessimistic rounding: an upper bound, the tightest here). Plain
     Gaussians are merged into one of the same Delta / sigma (exact)."""
+    trace = fold_samples(trace)[0]
     plds: list[pld_lib.PrivacyLossDistribution] = []
     ratio_sq = 0.0
     for d in trace:
@@ -245,6 +360,7 @@ def rdp_epsilon(trace: Sequence[Draw], delta: float) -> float:
     """epsilon at delta by dp-accounting's RDP accountant (its order grid and CKS-type
     conversion): Gaussian, Laplace, exponential (as eps^2/8-zCDP events), pure draws (as
     eps^2/2-zCDP) and subsampled Gaussians."""
+    trace = fold_samples(trace)[0]
     samplers = {d.sampling for d in trace if d.mechanism == "subsampled_gaussian"}
     if len(samplers) > 1:
         raise Unsupported("a trace mixing Poisson and without-replacement sampling")
@@ -261,8 +377,8 @@ def rdp_epsilon(trace: Sequence[Draw], delta: float) -> float:
             event = dp_event.NoOpDpEvent() if eps == 0 else dp_event.LaplaceDpEvent(1 / eps)
         elif d.mechanism == "exponential":
             event = dp_event.ZCDpEvent(d.scale**2 / 8)
-        elif d.mechanism == "pure":
-            event = dp_event.ZCDpEvent(d.scale**2 / 2)
+        elif d.mechanism in ("pure", "privtree"):
+            event = dp_event.ZCDpEvent(pure_epsilon(d)**2 / 2)
         elif d.mechanism == "subsampled_gaussian":
             z, q, _ = _subsampled(d)
             gauss = dp_event.GaussianDpEvent(z)   # sd / (2 C) for fixed-size batches
@@ -284,6 +400,7 @@ def prv_epsilon(trace: Sequence[Draw], delta: float, eps_error: float = 0.01
                 ) -> tuple[float, float, float]:
     """(lower, estimate, upper) epsilon at delta by prv-accountant for a trace of Gaussian
     and Poisson-subsampled Gaussian draws (add/remove)."""
+    trace = fold_samples(trace)[0]
     prvs, counts = [], []
     ratio_sq = math.fsum(d.count * gaussian_ratio(d) ** 2 for d in trace
                          if d.mechanism == "gaussian")
@@ -317,12 +434,17 @@ def approx_epsilon(trace: Sequence[Draw], delta: float) -> tuple[float, float]:
     """(epsilon, delta) by basic composition: pure draws add epsilon, ``approx_dp`` steps
     add their (epsilon, delta) as their theorem states; the Gaussian-type draws together are
     priced by PLD at the delta left (0 if there are none)."""
+    separate = ("exponential", "pure", "privtree", "approx_dp", "jl_projection")
     pure = math.fsum(d.count * pure_epsilon(d) for d in trace
-                     if d.mechanism in ("exponential", "pure"))
+                     if d.mechanism in ("exponential", "pure", "privtree"))
     stated = [d for d in trace if d.mechanism == "approx_dp"]
     pure += math.fsum(d.count * d.scale for d in stated)
     used = math.fsum(d.count * d.delta for d in stated)
-    noisy = [d for d in trace if d.mechanism not in ("exponential", "pure", "approx_dp")]
+    for d in trace:   # Blocki et al.'s bound at delta / 2, and delta / 2 for the test
+        if d.mechanism == "jl_projection":
+            pure += d.count * jl_epsilon(d, delta / 2)
+            used += d.count * delta
+    noisy = [d for d in trace if d.mechanism not in separate]
     if not any(d.mechanism in ("gaussian", "subsampled_gaussian") for d in noisy):
         return pure + math.fsum(d.count * pure_epsilon(d) for d in noisy), used
     if used >= delta:
@@ -332,6 +454,7 @@ def approx_epsilon(trace: Sequence[Draw], delta: float) -> tuple[float, float]:
 
 def recompute(trace: Sequence[Draw], currency: str, delta: float) -> float:
     """The trial's epsilon at ``delta`` from its draws, priced in the ledger's currency."""
+    trace = fold_samples(trace)[0]
     if currency == "zcdp":
         return cks_epsilon(zcdp_rho(trace), delta)
     if currency == "gdp":
@@ -377,10 +500,11 @@ def audit(trace: Sequence[Draw], summary: dict, neighbours: str, charged: bool) 
     """
     if charged and not trace:
         return ["the ledger charged but no noise draw was recorded"]
+    trace, problems = fold_samples(trace)
     if trace and not charged:
         return [f"{len(trace)} noise draws recorded but the ledger charged nothing"]
-    problems = [f"draw {d.label!r} is under {d.relation}, the method declares {neighbours}"
-                for d in trace if d.relation != neighbours]
+    problems += [f"draw {d.label!r} is under {d.relation}, the method declares {neighbours}"
+                 for d in trace if d.relation != neighbours]
     currency, delta = str(summary["currency"]), float(summary["target_delta"])
     target, spent = float(summary["target_epsilon"]), float(summary["spent_epsilon"])
     try:

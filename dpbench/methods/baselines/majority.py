@@ -20,9 +20,8 @@ import numpy as np
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
 from dpbench.methods.classification._labels import to_pm1
-from dpbench.privacy import draws
+from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant
-from dpbench.privacy.mechanisms import laplace_mechanism
 
 RELATION = "add_remove"
 LABEL = "label counts"
@@ -41,9 +40,8 @@ class Majority(LinearModel):
         counts = np.array([float(np.sum(~positive)), float(np.sum(positive))])
         eps = accountant.remaining()
         accountant.charge_pure(eps, LABEL)
-        draws.record("laplace", LABEL, scale=1.0 / eps, sensitivity=1.0, relation=RELATION,
-                     size=2, norm="l1", value=counts)
-        self.noisy_counts_ = laplace_mechanism(counts, 1.0 / eps, rng)
+        self.noisy_counts_ = noise.laplace(counts, 1.0 / eps, rng, sensitivity=1.0,
+                                           relation=RELATION, label=LABEL)
         self.coef_ = np.zeros(data.d)
         self.intercept_ = 1.0 if self.noisy_counts_[1] > self.noisy_counts_[0] else -1.0
         return self

@@ -23,4 +23,4 @@ compile_cache.configure()
 
 def key_from(rng: np.random.Generator) -> jax.Array:
     """A JAX PRNG key drawn from the trial's numpy generator (no global state)."""
-    return jax.random.PRNGKey(int(rng.integers(2**31)))
+    return jax.random.PRNGKey(int(rng.integers(2**31)))  # not privacy noise: a seed

@@ -25,10 +25,9 @@ from numpy.typing import NDArray
 
 from dpbench.methods.bayes import stats
 from dpbench.methods.bayes.sensitivity import sensitivity
-from dpbench.privacy import draws
+from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.gaussian import sigma_analytic
-from dpbench.privacy.mechanisms import gaussian_mechanism
 
 OUTSIDE = ("drop", "clip")
 #: the lemmas' neighbouring relation: one record replaced, N public
@@ -96,7 +95,6 @@ def release(glm: str, X: NDArray, y: NDArray, accountant: Accountant, rng: np.ra
     accountant.charge_gaussian(delta_f, sigma, f"bayesglm {glm} degree-2 statistics")
     s = stats.per_record(glm, Xb, yb).sum(axis=0) if len(yb) else np.zeros(
         len(stats.components(glm, d)))
-    draws.record("gaussian", f"bayesglm {glm} degree-2 statistics", scale=sigma,
-                 sensitivity=delta_f, relation=NEIGHBOURS, size=s.size, norm="l2", value=s)
-    z = gaussian_mechanism(s, sigma, rng)
+    z = noise.gaussian(s, sigma, rng, sensitivity=delta_f, relation=NEIGHBOURS,
+                       label=f"bayesglm {glm} degree-2 statistics")
     return NoisyStatistics(glm, z, float(sigma), int(n), int(d), float(delta_f), n_out)

@@ -125,6 +125,7 @@ def _program(model: Callable[..., None], s: Settings, init: tuple, static: tuple
     def start(key: jax.Array, potential: Callable) -> jax.Array:
         """A finite-density start: fixed sites at their values, the rest U(-2, 2)."""
         def draw(k: jax.Array) -> jax.Array:
+            # not privacy noise: MCMC start
             u = jax.random.uniform(k, flat0.shape, minval=-INIT_RADIUS, maxval=INIT_RADIUS)
             return jnp.where(free, u, flat0)
 
@@ -166,10 +167,10 @@ def _program(model: Callable[..., None], s: Settings, init: tuple, static: tuple
         def step(c: tuple, k: jax.Array) -> tuple[tuple, jax.Array]:
             x, lp = c
             k1, k2 = jax.random.split(k)
-            prop = x + s.mh_step * jax.random.normal(k1, x.shape)
+            prop = x + s.mh_step * jax.random.normal(k1, x.shape)  # not privacy noise: MH proposal
             lp_prop = logp(prop)
             log_ratio = lp_prop - lp
-            accept = jnp.log(jax.random.uniform(k2)) < log_ratio
+            accept = jnp.log(jax.random.uniform(k2)) < log_ratio  # not privacy noise: MH accept
             prob = jnp.exp(jnp.minimum(jnp.nan_to_num(log_ratio, nan=-jnp.inf), 0.0))
             return (jnp.where(accept, prop, x), jnp.where(accept, lp_prop, lp)), prob
 

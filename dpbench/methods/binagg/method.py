@@ -25,13 +25,14 @@ from dpbench.methods.binagg.aggregate import (
     NOISE_SCALINGS,
     BinSums,
     feature_noise_sd,
+    noisy_sums,
     prepare,
-    record_sums,
-    release_sums,
+    sums_release,
 )
 from dpbench.methods.binagg.privtree import NEIGHBOURS, WIDTH_RULES, privtree
-from dpbench.methods.binagg.synthetic import SyntheticData, aggregate, draw_synthetic
+from dpbench.methods.binagg.synthetic import SyntheticData, aggregate
 from dpbench.methods.outputs import LinearFit, SyntheticTable
+from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.conversions import gdp_to_pure
 
@@ -135,18 +136,11 @@ class BinAgg(LinearModel):
 
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
         sums = self._prepare(data, accountant, rng)
-        K, d = sums.sum_x.shape
-        self._record_sums(sums)
-        S, t = release_sums(sums, self.mu_s_, self.mu_t_, self.y_bound_,
-                            rng.standard_normal((K, d)), rng.standard_normal(K),
-                            noise_scaling=self.params["noise_scaling"])
+        S, t = noisy_sums(sums, self.mu_s_, self.mu_t_, self.y_bound_, rng,
+                          noise_scaling=self.params["noise_scaling"], bins=self.bins_key_)
         self._estimate(S, t, sums.noisy_count, self._noise_var(sums))
         return self
 
-    def _record_sums(self, sums: BinSums, how: str = "") -> None:
-        """Trace the feature / label sums' Gaussian release (``how``: its form)."""
-        record_sums(sums, self.mu_s_, self.mu_t_, self.y_bound_,
-                    noise_scaling=self.params["noise_scaling"], bins=self.bins_key_, how=how)
 
     def info(self) -> dict[str, Any]:
         return {"n_bins": self.n_bins_, "n_leaves": self.n_leaves_,
@@ -172,10 +166,15 @@ class BinAggSynth(BinAgg):
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
         sums = self._prepare(data, accountant, rng)
         # Alg. 3's records are drawn around the exact sums: each bin's synthetic sum is
-        # Alg. 2's release (Corollary 3.1), so that is the draw the trace records
-        self._record_sums(sums, how="; as synthetic records")
-        syn = draw_synthetic(sums, self.mu_s_, self.mu_t_, self.y_bound_, rng,
-                             noise_scaling=self.params["noise_scaling"])
+        # Alg. 2's release (Corollary 3.1), which is what the primitive records
+        releases = sums_release(sums, self.mu_s_, self.mu_t_, self.y_bound_,
+                                noise_scaling=self.params["noise_scaling"],
+                                bins=self.bins_key_, how="; as synthetic records")
+        X, y = (noise.gaussian_spread(v, sd, sums.noisy_count, rng, sensitivity=sens,
+                                      relation=NEIGHBOURS, label=label)
+                for v, sd, sens, label in releases)
+        syn = SyntheticData(X, y, np.repeat(np.arange(sums.noisy_count.size),
+                                            sums.noisy_count.astype(np.int64)))
         S, t, c = aggregate(syn, sums.sum_x.shape[0])
         self._estimate(S, t, c, self._noise_var(sums))
         if self.params["clip_output"]:

@@ -11,9 +11,10 @@ with Gaussian noise). Two stopping rules that depend on the domain only are allo
 because they are post-processing of the unbounded tree (prune below a depth):
 ``max_depth`` and boxes too narrow to halve in floating point.
 
-Privacy trace (``dpbench.privacy.draws``): the whole tree is one ``pure`` epsilon-DP step
-(Zhang et al.'s analysis covers all its Laplace draws together; per-node composition would
-not), recorded with the biased counts b(v) of the nodes that drew noise (BFS order) as its
+Privacy trace: the split tests are drawn by :class:`dpbench.privacy.noise.PrivTree`, which
+records the whole tree as one ``privtree`` draw (Zhang et al.'s analysis covers all its
+Laplace draws together; per-node composition would not) with its Laplace scale, decay and
+fan-out, and the biased counts b(v) of the nodes that drew noise (BFS order) as its
 ``value``: one record moves each by at most 1 (linf). The label names the split decisions,
 so two runs are compared node by node only when they visited the same nodes.
 """
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from dpbench.privacy import draws
+from dpbench.privacy import noise
 
 #: Zhang et al.'s Corollary 1 (and BinAgg's Thm 4.1) are for one record added or removed
 NEIGHBOURS = "add_remove"
@@ -67,16 +68,6 @@ def privtree_params(epsilon: float, fanout: int = 2) -> tuple[float, float]:
     return lam, lam * math.log(fanout)
 
 
-def biased_count(count: int, depth: int, *, theta: float, delta: float) -> float:
-    """b(v) = max(c(v) - depth(v) delta, theta - delta): the value PrivTree perturbs."""
-    return max(count - depth * delta, theta - delta)
-
-
-def split_decision(count: int, depth: int, noise: float, *, theta: float, delta: float) -> bool:
-    """PrivTree's test for one node given its Laplace draw (lines 6-10 of Alg. 4)."""
-    return biased_count(count, depth, theta=theta, delta=delta) + noise > theta
-
-
 def privtree(X: NDArray, lower: NDArray, upper: NDArray, epsilon: float,
              rng: np.random.Generator, *, theta: float = 0.0, fanout: int = 2,
              width: str = "absolute", max_depth: int | None = None
@@ -97,7 +88,7 @@ def privtree(X: NDArray, lower: NDArray, upper: NDArray, epsilon: float,
     scale = np.where(scale > 0, scale, 1.0)
     leaf_of = np.empty(X.shape[0], dtype=np.int64)
     lows, highs, depths = [], [], []
-    biased: list[float] = []       # b(v) of the nodes that drew noise (for the trace)
+    tests = noise.PrivTree(lam, delta, theta, fanout, relation=NEIGHBOURS)
     decisions: list[bool] = []
     queue = deque([(lo0, hi0, 0, np.arange(X.shape[0]))])
     while queue:
@@ -106,10 +97,8 @@ def privtree(X: NDArray, lower: NDArray, upper: NDArray, epsilon: float,
         cuts = lo[dim] + (hi[dim] - lo[dim]) * np.arange(1, fanout) / fanout
         can_split = (max_depth is None or depth < max_depth) and bool(
             np.all(np.diff(np.concatenate([[lo[dim]], cuts, [hi[dim]]])) > 0))
-        split = can_split and split_decision(rows.size, depth, rng.laplace(0.0, lam),
-                                             theta=theta, delta=delta)
+        split = can_split and tests.split(rows.size, depth, rng)
         if can_split:
-            biased.append(biased_count(rows.size, depth, theta=theta, delta=delta))
             decisions.append(split)
         if split:
             which = np.searchsorted(cuts, X[rows, dim], side="right")
@@ -124,9 +113,7 @@ def privtree(X: NDArray, lower: NDArray, upper: NDArray, epsilon: float,
             highs.append(hi)
             depths.append(depth)
     part = Partition(np.array(lows), np.array(highs), np.array(depths, dtype=np.int64))
-    draws.record("pure", f"privtree (split decisions {digest(np.array(decisions))})",
-                 scale=epsilon, sensitivity=1.0, relation=NEIGHBOURS, size=len(biased),
-                 norm="linf", value=biased)
+    tests.close(f"privtree (split decisions {digest(np.array(decisions))})")
     return part, leaf_of
 
 

@@ -39,15 +39,6 @@ def synthesize(sums: BinSums, mu_s: float, mu_t: float, y_bound: float,
     return SyntheticData(X, y, bin_of)
 
 
-def draw_synthetic(sums: BinSums, mu_s: float, mu_t: float, y_bound: float,
-                   rng: np.random.Generator, *, noise_scaling: str = "paper") -> SyntheticData:
-    """Alg. 3 with fresh noise from ``rng``."""
-    n = int(sums.noisy_count.sum())
-    z_x = rng.standard_normal((n, sums.sum_x.shape[1]))
-    z_y = rng.standard_normal(n)
-    return synthesize(sums, mu_s, mu_t, y_bound, z_x, z_y, noise_scaling=noise_scaling)
-
-
 def aggregate(syn: SyntheticData, n_bins: int) -> tuple[NDArray, NDArray, NDArray]:
     """Per-bin (sum of x~, sum of y~, count) of synthetic records (Corollary 3.1)."""
     S = np.zeros((n_bins, syn.X.shape[1]))

@@ -50,7 +50,7 @@ from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
 from dpbench.methods.classification._labels import logistic_loss, to_pm1
 from dpbench.methods.classification.tuning import THEOREMS, compose, per_run_budget
-from dpbench.privacy import draws
+from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.gaussian import sigma_analytic
 
@@ -122,24 +122,6 @@ def sampling(n: int, batch: int | str) -> tuple[float, int]:
     b = n if batch == "n" else int(batch)
     per_epoch = math.ceil(n / b)
     return 1.0 / per_epoch, per_epoch
-
-
-def poisson_batch(n: int, q: float, rng: np.random.Generator) -> NDArray:
-    """Rows of a Poisson sample (each row independently with probability q), in O(qn).
-
-    The gaps between successive successes of n Bernoulli(q) trials are i.i.d.
-    Geometric(q), so cumulative sums of geometric draws give the sampled rows.
-    """
-    if q >= 1.0:
-        return np.arange(n)
-    chunk = int(n * q + 10 * math.sqrt(n * q) + 16)
-    parts, last = [], -1
-    while last < n - 1:
-        idx = last + np.cumsum(rng.geometric(q, size=chunk))
-        parts.append(idx)
-        last = int(idx[-1])
-    rows = np.concatenate(parts)
-    return rows[rows < n]
 
 
 def grid_configs(grid: Mapping[str, Sequence[Any]]) -> list[tuple[Any, float, int, float]]:
@@ -225,14 +207,13 @@ class DPSGD(LinearModel):
             # the zero model reads no row: 0-DP, charged explicitly (a private method's
             # ledger must say what it spent, and this release spent nothing)
             accountant.charge_eps_delta(0.0, 0.0, "infeasible budget: zero model, no row read")
-            draws.record("pure", "infeasible budget: zero model", scale=0.0, sensitivity=0.0,
-                         relation=self.neighbours)
+            noise.reads_nothing("infeasible budget: zero model", relation=self.neighbours)
             return self
 
         import torch
 
-        seed = int(rng.integers(2**31))
-        sampler = np.random.default_rng(int(rng.integers(2**31)))
+        seed = int(rng.integers(2**31))  # not privacy noise: seeds the noise generator
+        sampler = np.random.default_rng(int(rng.integers(2**31)))  # not privacy noise: seed
         runs = []
         with _single_thread():
             gen = torch.Generator().manual_seed(seed)
@@ -241,20 +222,17 @@ class DPSGD(LinearModel):
             for b, c, e, lr in configs:
                 q, per_epoch = sampling(n, b)
                 sigma = sigmas[(b, e)]
-                theta, eps_rep = self._train(X, yt, q, e * per_epoch, sigma, c, lr, delta_sgd,
-                                             gen, sampler)
                 # Poisson batches, add/remove: a row moves the clipped-gradient sum by c
-                draws.record("subsampled_gaussian", f"dpsgd run b={b} c={c:g} e={e} lr={lr:g}",
-                             scale=sigma * c, sensitivity=c, relation=self.neighbours,
-                             size=data.d, count=e * per_epoch, sampling="poisson", rate=q)
+                theta, eps_rep = self._train(X, yt, q, e * per_epoch, sigma, c, lr, delta_sgd,
+                                             gen, sampler, f"dpsgd run b={b} c={c:g} e={e} "
+                                             f"lr={lr:g}")
                 if eps_rep > eps_sgd * (1 + 1e-9):
                     raise RuntimeError(f"opacus reports eps={eps_rep} > run target {eps_sgd}")
                 score = self._score(data.X, y, theta, clip_loss)
                 if realistic:
-                    score += float(rng.normal(0.0, score_sd))
-                    draws.record("gaussian", f"dpsgd score b={b} c={c:g} e={e} lr={lr:g}",
-                                 scale=score_sd, sensitivity=clip_loss,
-                                 relation=self.neighbours, value=[score])
+                    score = noise.gaussian(score, score_sd, rng, sensitivity=clip_loss,
+                                           relation=self.neighbours,
+                                           label=f"dpsgd score b={b} c={c:g} e={e} lr={lr:g}")
                 runs.append({"batch": b, "clip": c, "epochs": e, "lr": lr, "sigma": sigma,
                              "eps_reported": eps_rep, "score": score, "theta": theta})
         best = min(range(k), key=lambda i: runs[i]["score"])
@@ -288,28 +266,29 @@ class DPSGD(LinearModel):
 
     def _train(self, X: torch.Tensor, y: torch.Tensor, q: float, steps: int, sigma: float,
                clip: float, lr: float, delta: float, gen: torch.Generator,
-               sampler: np.random.Generator) -> tuple[NDArray, float]:
+               sampler: np.random.Generator, label: str) -> tuple[NDArray, float]:
         """One DP-SGD run with opacus; returns theta and the accountant's epsilon."""
         import torch
         from opacus import GradSampleModule
         from opacus.accountants import RDPAccountant
-        from opacus.optimizers import DPOptimizer
         from torch import nn
 
         n, d = X.shape
         model = nn.utils.skip_init(nn.Linear, d, 1, bias=False)  # no global-RNG draw
         nn.init.zeros_(model.weight)
         gsm = GradSampleModule(model)
-        opt = DPOptimizer(torch.optim.SGD(gsm.parameters(), lr=lr), noise_multiplier=sigma,
-                          max_grad_norm=clip, expected_batch_size=max(int(n * q), 1),
-                          generator=gen)
+        opt = noise.dp_optimizer(torch.optim.SGD(gsm.parameters(), lr=lr),
+                                 noise_multiplier=sigma, max_grad_norm=clip,
+                                 expected_batch_size=max(int(n * q), 1), generator=gen,
+                                 relation=self.neighbours, label=label)
         acc = RDPAccountant()
         opt.attach_step_hook(acc.get_optimizer_hook_fn(sample_rate=q))
         loss_fn = nn.BCEWithLogitsLoss() if self.params["loss"] == "logistic" else nn.MSELoss()
         for _ in range(steps):
-            rows = torch.from_numpy(poisson_batch(n, q, sampler))
+            rows = torch.from_numpy(noise.poisson_rows(n, q, sampler, relation=self.neighbours,
+                                                       label=label))
             if len(rows) == 0:  # empty Poisson batch: the update is noise only
-                _noise_only_step(opt, gen)
+                _noise_only_step(opt, gen, self.neighbours, label)
                 acc.step(noise_multiplier=sigma, sample_rate=q)
                 continue
             opt.zero_grad()
@@ -336,13 +315,14 @@ class DPSGD(LinearModel):
         return float(np.sum(np.minimum(np.nan_to_num(per_row, nan=clip, posinf=clip), clip)))
 
 
-def _noise_only_step(opt: DPOptimizer, gen: torch.Generator) -> None:
+def _noise_only_step(opt: DPOptimizer, gen: torch.Generator, relation: str,
+                     label: str) -> None:
     """What DPOptimizer does for a batch with no rows: sum of clipped gradients = 0."""
-    import torch
-
     for p in opt.params:
         std = opt.noise_multiplier * opt.max_grad_norm
-        p.grad = torch.normal(0.0, std, p.shape, generator=gen) / opt.expected_batch_size
+        p.grad = noise.torch_gaussian(p.shape, std, gen, sensitivity=opt.max_grad_norm,
+                                      relation=relation, label=label,
+                                      on_batch=True) / opt.expected_batch_size
     opt.original_optimizer.step()
 
 

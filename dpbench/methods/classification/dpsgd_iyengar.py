@@ -52,9 +52,9 @@ from scipy.special import expit
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
 from dpbench.methods.classification._labels import to_pm1
-from dpbench.methods.classification.dpsgd import calibrate_sigma, poisson_batch, rdp_epsilon
+from dpbench.methods.classification.dpsgd import calibrate_sigma, rdp_epsilon
 from dpbench.methods.marginals.noise import noise_is_off
-from dpbench.privacy import draws
+from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.subsampled import check_sampler, without_replacement_epsilon
 
@@ -71,17 +71,17 @@ def paper_sigma(steps: int, n: int, epsilon: float, delta: float, lipschitz: flo
     return math.sqrt(16 * steps * lipschitz**2 * math.log(1 / delta)) / (n * epsilon)
 
 
-def _without(n: int, b: int, rng: np.random.Generator) -> NDArray:
-    return rng.choice(n, size=b, replace=False)
+def _without(n: int, b: int, rng: np.random.Generator, **record: str) -> NDArray:
+    return noise.fixed_rows(n, b, rng, **record)
 
 
-def _poisson(n: int, b: int, rng: np.random.Generator) -> NDArray:
-    return poisson_batch(n, b / n, rng)
+def _poisson(n: int, b: int, rng: np.random.Generator, **record: str) -> NDArray:
+    return noise.poisson_rows(n, b / n, rng, **record)
 
 
-#: sampling name -> rows of one step (n, B, rng); the mean always divides by B
-SAMPLERS: dict[str, Callable[[int, int, np.random.Generator], NDArray]] = {
-    "without": _without, "poisson": _poisson}
+#: sampling name -> rows of one step (n, B, rng, relation=, label=), drawn and recorded by
+#: a privacy primitive; the mean always divides by B
+SAMPLERS: dict[str, Callable[..., NDArray]] = {"without": _without, "poisson": _poisson}
 
 
 def sampler_epsilon(noise_multiplier: float, batch: int, n: int, steps: int, delta: float,
@@ -158,13 +158,10 @@ class DPSGDIyengar(LinearModel):
         accountant.charge_eps_delta(
             eps_charged, delta, f"dpsgd_iyengar: {steps} steps, {p['calibration']} noise, "
             f"{p['sampling']} sampling", actual=eps_true)
-        # the batch sum's sensitivity: a row's clipped gradient (add/remove), or the change
-        # from one clipped gradient to another (replace-one)
-        draws.record("subsampled_gaussian", "dpsgd_iyengar: noisy clipped batch sums",
-                     scale=z * clip, sensitivity=clip * (2 if self.neighbours == "replace_one"
-                                                         else 1),
-                     relation=self.neighbours, size=data.d + 1, count=steps,
-                     sampling=p["sampling"], rate=q)
+        # the batch mean's sensitivity: a row's clipped gradient (add/remove), or the change
+        # from one clipped gradient to another (replace-one), over B
+        mean_sens = clip * (2 if self.neighbours == "replace_one" else 1) / batch
+        label = "dpsgd_iyengar: noisy clipped batch sums"
 
         X = np.column_stack([np.ones(n), np.asarray(data.X, dtype=float)])
         y01 = (to_pm1(data.y) + 1) / 2
@@ -172,10 +169,11 @@ class DPSGDIyengar(LinearModel):
         noisy = not noise_is_off()
         w = np.zeros(X.shape[1])
         for t in range(steps):
-            rows = draw(n, batch, rng)
+            rows = draw(n, batch, rng, relation=self.neighbours, label=label)
             grad = clipped_mean_gradient(X[rows], y01[rows], w, clip, batch)
             if noisy:
-                grad = grad + rng.normal(0.0, sigma, size=grad.shape)
+                grad = noise.gaussian(grad, sigma, rng, sensitivity=mean_sens,
+                                      relation=self.neighbours, label=label, on_batch=True)
             w -= p["lr"] / (1 + p["decay"] * t) * grad
         self.intercept_, self.coef_ = float(w[0]), w[1:].copy()
         self.info_ = {"calibration": p["calibration"], "sampling": p["sampling"],

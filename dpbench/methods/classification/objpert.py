@@ -24,7 +24,7 @@ from scipy.special import expit
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
 from dpbench.methods.classification._labels import logistic_loss, to_pm1
-from dpbench.privacy import draws
+from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant
 
 #: Fig. 4 histogram of the margins <y_i x_i, theta>: fixed public bin edges
@@ -84,10 +84,9 @@ class ObjPert(LinearModel):
         eps, delta = accountant.epsilon, accountant.delta
         ridge, sigma = objpert_constants(data.x_bound, eps, delta)
         accountant.charge_eps_delta(eps, delta, "objpert (Kifer et al. 2012, Alg. 6)")
-        draws.record("approx_dp", "objpert: perturbed objective (Kifer et al. 2012, Thm. 2)",
-                     scale=eps, delta=delta, sensitivity=data.x_bound,
-                     relation=self.neighbours, size=data.d)
-        b = rng.normal(0.0, sigma, size=data.d)
+        b = noise.theorem_noise(data.d, sigma, rng, epsilon=eps, delta=delta,
+                                sensitivity=data.x_bound, relation=self.neighbours,
+                                label="objpert: perturbed objective (Kifer et al. 2012, Thm. 2)")
         self.coef_ = perturbed_logistic(data.X, ypm, ridge, b)
         self.ridge_, self.sigma_ = ridge, sigma
         margins = ypm * (data.X @ self.coef_)

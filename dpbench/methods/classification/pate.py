@@ -53,7 +53,7 @@ from dpbench.methods.base import LinearModel
 from dpbench.methods.classification._labels import to_pm1
 from dpbench.methods.classification.default_logistic import logistic_coef
 from dpbench.methods.marginals.noise import noise_is_off
-from dpbench.privacy import draws
+from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant
 
 
@@ -70,15 +70,18 @@ def pate_gamma(epsilon: float, n_queries: int, delta: float) -> float:
     return 2 * epsilon / (b + math.sqrt(b * b + 16 * n_queries * epsilon))
 
 
-def noisy_argmax(votes: NDArray, scale: float, rng: np.random.Generator) -> NDArray:
+def noisy_argmax(votes: NDArray, scale: float, rng: np.random.Generator, *,
+                 relation: str = "replace_one") -> NDArray:
     """Per row of ``votes`` (queries x classes), argmax of the counts + Laplace(scale) noise.
 
+    One teacher changes with a replaced row: one count -1, another +1 (L1 sensitivity 2).
     With noise disabled (tests only) it is the plain argmax: ties go to the first class.
     """
     votes = np.asarray(votes, dtype=float)
     if noise_is_off():
         return np.argmax(votes, axis=1)
-    return np.argmax(votes + rng.laplace(0.0, scale, size=votes.shape), axis=1)
+    return noise.noisy_argmax(votes, scale, rng, sensitivity=2.0, relation=relation,
+                              label="pate: query")
 
 
 STUDENTS = ("private", "public")
@@ -123,7 +126,7 @@ class PATE(LinearModel):
         if n_taught < n_t:
             raise ValueError(f"{data.n} training rows leave {n_taught} for n_teachers={n_t} "
                              f"after the student rows; valid: n_teachers <= {max(n_taught, 0)}")
-        perm = rng.permutation(data.n)
+        perm = rng.permutation(data.n)  # not privacy noise: the teachers' partition
         if public:  # the first n_q public rows: no training row is released
             X_student = np.asarray(data.encoding.encode(data.public.iloc[:n_q])[0], dtype=float)
             student, private = None, perm
@@ -142,11 +145,7 @@ class PATE(LinearModel):
         gamma = pate_gamma(accountant.epsilon, n_q, accountant.delta)
         for i in range(n_q):
             accountant.charge_pure(2 * gamma, f"pate: query {i + 1}/{n_q}, Laplace(1/gamma)")
-            # one teacher changes with a replaced row: one count -1, another +1 (L1 2)
-            draws.record("report_noisy_max", f"pate: query {i + 1}/{n_q}", scale=1 / gamma,
-                         sensitivity=2.0, norm="l1", relation=self.neighbours, size=2,
-                         value=votes[i])
-        labels = noisy_argmax(votes, 1 / gamma, rng)
+        labels = noisy_argmax(votes, 1 / gamma, rng, relation=self.neighbours)
         self.coef_, self.intercept_ = logistic_coef(X_student, labels)
         self.student_rows_, self.votes_, self.labels_ = student, votes, labels
         # only public facts and the noisy labels' summary: no statistic of the private rows

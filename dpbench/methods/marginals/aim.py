@@ -126,6 +126,7 @@ def run_aim(data: pd.DataFrame, sizes: Mapping[str, int], workload: Sequence[Cli
     rounds = s.total_rounds(len(attrs))
     sigma = math.sqrt(rounds * l2**2 / (2 * s.alpha * rho))
     eps = math.sqrt(8 * (1 - s.alpha) * rho / rounds)
+    # not privacy noise: a seed
     estimate = _Estimator(attrs, sizes, s, seed=int(rng.integers(2**31)))
 
     oneway = [c for c in candidates if len(c) == 1]

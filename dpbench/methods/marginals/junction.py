@@ -410,11 +410,12 @@ def sample_rounded(tree: CalibratedTree, rows: int, rng: np.random.Generator
             for g in np.unique(group):
                 idx = np.flatnonzero(group == g)
                 p = cond[g] if cond[g].sum() > 0 else np.ones(cond.shape[1])
+                # not privacy noise: rows from the model
                 cell[idx] = rng.permutation(round_counts(p, idx.size, rng))
             new_shape = b.shape[len(sep):]
             for a, v in zip(new, np.unravel_index(cell, new_shape), strict=True):
                 cols[a] = v.astype(np.int64)
-        perm = rng.permutation(rows)
+        perm = rng.permutation(rows)  # not privacy noise: row order
         out.update({a: v[perm] for a, v in cols.items()})
     return {a: out[a] for a in tree.attributes}
 
@@ -428,6 +429,7 @@ def round_counts(p: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     extra = n - int(base.sum())
     if extra > 0:
         frac = expected - base
+        # not privacy noise: rows
         idx = rng.choice(p.size, size=extra, replace=False, p=frac / frac.sum())
         base[idx] += 1
     return np.repeat(np.arange(p.size), base)

@@ -190,8 +190,9 @@ class MarginalModel:
         blocks = {a: [] for a in self.attributes}
         for comp in range(k):
             for a, probs in zip(self.attributes, self._products, strict=True):
+                # not privacy noise: rows
                 blocks[a].append(rng.permutation(round_counts(probs[comp], per, rng)))
-        keep = rng.permutation(per * k)[:rows]
+        keep = rng.permutation(per * k)[:rows]  # not privacy noise: rows
         return {a: np.concatenate(blocks[a])[keep] for a in self.attributes}
 
     # -- serialisation ----------------------------------------------------------------------------
@@ -240,5 +241,6 @@ def _decompress(values: np.ndarray, mapping: np.ndarray, rng: np.random.Generato
         if members.size == 1:
             out[mask] = members[0]
         elif mask.any():
+            # not privacy noise: rows
             out[mask] = members[rng.integers(members.size, size=int(mask.sum()))]
     return out

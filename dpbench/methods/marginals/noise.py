@@ -18,8 +18,7 @@ from contextvars import ContextVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpbench.privacy import draws
-from dpbench.privacy.mechanisms import exponential_mechanism, gaussian_mechanism
+from dpbench.privacy import noise
 
 _NOISE_OFF: ContextVar[bool] = ContextVar("dpbench_marginals_noise_off", default=False)
 
@@ -43,14 +42,13 @@ def measure(value: ArrayLike, sigma: float, rng: np.random.Generator, *, sensiti
     """Gaussian mechanism value + N(0, sigma^2 I) (exact value when noise is disabled).
 
     ``sensitivity`` is the L2 sensitivity of ``value`` under ``relation`` that the caller's
-    privacy analysis uses; the draw is recorded with it (:mod:`dpbench.privacy.draws`).
+    privacy analysis uses; the draw records it (:func:`dpbench.privacy.noise.gaussian`).
     """
     v = np.asarray(value, dtype=float)
     if noise_is_off():
         return v.copy()
-    draws.record("gaussian", label, scale=sigma, sensitivity=sensitivity, relation=relation,
-                 size=v.size, value=v)
-    return gaussian_mechanism(v, sigma, rng)
+    return noise.gaussian(v, sigma, rng, sensitivity=sensitivity, relation=relation,
+                          label=label)
 
 
 def select(scores: ArrayLike, epsilon: float, sensitivity: float,
@@ -58,11 +56,9 @@ def select(scores: ArrayLike, epsilon: float, sensitivity: float,
     """Exponential mechanism, P(i) ~ exp(eps q_i / (2 Delta)) (argmax when noise is disabled).
 
     ``sensitivity`` (Delta) is the largest change of any score under ``relation``; the draw
-    is recorded as such (:mod:`dpbench.privacy.draws`).
+    records it (:func:`dpbench.privacy.noise.exponential`).
     """
     s = np.asarray(scores, dtype=float)
     if noise_is_off():
         return int(np.argmax(s))
-    draws.record("exponential", label, scale=epsilon, sensitivity=sensitivity,
-                 relation=relation, size=s.size, norm="linf", value=s)
-    return exponential_mechanism(s, epsilon, sensitivity, rng)
+    return noise.exponential(s, epsilon, sensitivity, rng, relation=relation, label=label)

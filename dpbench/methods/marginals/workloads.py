@@ -95,6 +95,7 @@ def sample_cliques(cliques: Sequence[Clique], number: int, seed: int = 0) -> lis
     items = list(cliques)
     if len(items) <= number:
         return items
+    # not privacy noise: public
     picks = np.random.RandomState(int(seed)).choice(len(items), int(number), replace=False)
     return [items[int(i)] for i in picks]
 

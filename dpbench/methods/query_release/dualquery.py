@@ -64,7 +64,7 @@ from dpbench.methods.query_release.queries import (
 )
 from dpbench.methods.query_release.template import NEIGHBOURS, RELATION
 from dpbench.methods.records import codes_frame, synthetic_table
-from dpbench.privacy import draws
+from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.mechanisms import exponential_mechanism_rho
 
@@ -98,14 +98,17 @@ def query_distribution(scores: NDArray, eta: float) -> NDArray:
     return special.softmax(eta * np.concatenate([s, -s]))
 
 
-def sample_queries(scores: NDArray, eta: float, samples: int,
-                   rng: np.random.Generator) -> tuple[NDArray[np.int64], NDArray[np.bool_],
-                                                      NDArray]:
+def sample_queries(scores: NDArray, eta: float, samples: int, rng: np.random.Generator, *,
+                   sensitivity: float, label: str = "dualquery:sample"
+                   ) -> tuple[NDArray[np.int64], NDArray[np.bool_], NDArray]:
     """``samples`` i.i.d. draws from Q_t (:func:`query_distribution`), aggregated: (query
-    positions, negated?, number of draws of each)."""
-    p = query_distribution(scores, eta)
-    draws = rng.choice(p.size, size=samples, p=p)
-    ids, counts = np.unique(draws, return_counts=True)
+    positions, negated?, number of draws of each). Each draw is the exponential mechanism
+    with parameter 2 eta Delta on the scores [S_t, -S_t] of sensitivity Delta (t / N,
+    replace-one), drawn and recorded by :func:`dpbench.privacy.noise.exponential_samples`."""
+    s = np.asarray(scores, dtype=float)
+    picked = noise.exponential_samples(np.concatenate([s, -s]), eta, sensitivity, samples,
+                                       rng, relation=RELATION, label=label)
+    ids, counts = np.unique(picked, return_counts=True)
     n_q = len(scores)
     return (ids % n_q).astype(np.int64), ids >= n_q, counts.astype(float)
 
@@ -215,7 +218,7 @@ def enumerate_best_response(qs: QuerySet, positions: NDArray, negated: NDArray,
     if rng is not None:
         ties = np.flatnonzero(objective.ravel() >= objective.flat[flat]
                               - 1e-9 * max(1.0, float(w.sum())))
-        flat = int(ties[rng.integers(ties.size)])
+        flat = int(ties[rng.integers(ties.size)])  # not privacy noise: ties in public data
     record = np.array(np.unravel_index(flat, qs.sizes), dtype=np.int64)
     return record, float(objective.flat[flat] + w[neg].sum())
 
@@ -318,12 +321,8 @@ class DualQuery(Method):
             else:
                 # s draws of the exponential mechanism with parameter eps_t on the scores
                 # [S_t, -S_t] of sensitivity t/N (replace-one): Q_t = softmax(eta [S_t, -S_t])
-                draws.record("exponential", f"dualquery:sample:{t + 1}", scale=eps_t,
-                             sensitivity=t / n, relation=RELATION, size=2 * qs.n_queries,
-                             count=s, norm="linf",
-                             value=np.concatenate([scores, -scores]) if draws.active()
-                             else None)
-                pos, neg, w = sample_queries(scores, eta, s, rng)
+                pos, neg, w = sample_queries(scores, eta, s, rng, sensitivity=t / n,
+                                             label=f"dualquery:sample:{t + 1}")
             start = time.perf_counter()
             if p["oracle"] == "mip":
                 record, _, optimal = best_response(qs, pos, neg, w, p["mip_time_limit"])

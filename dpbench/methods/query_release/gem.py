@@ -138,7 +138,7 @@ class GEM(RelaxedMethod):
 
         p = self.params
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(rng.integers(2**62)))
+            torch.manual_seed(int(rng.integers(2**62)))  # not privacy noise: a seed
             return Generator(p["embedding_dim"], p["hidden"], out)
 
     def generator(self, qs: QuerySet, rng: np.random.Generator, gen: torch.Generator,
@@ -154,6 +154,7 @@ class GEM(RelaxedMethod):
         g = self.network(int(sum(qs.sizes)), rng).to(dev)
         if start is not None:
             g.load_state_dict({k: torch.as_tensor(v) for k, v in start.items()})
+        # not privacy noise: latents
         z = torch.randn(p["batch_size"], p["embedding_dim"], generator=gen, device=dev)
         cols = column_index(qs)
 

@@ -72,7 +72,7 @@ class MWEM(HistogramMethod):
             keep = past[errors >= p["replay_threshold"] * abs(measured - fake[position])]
             if not p["replay_includes_new"]:
                 keep = keep[keep != position]
-            order += [int(i) for i in rng.permutation(keep)]
+            order += [int(i) for i in rng.permutation(keep)]  # not privacy noise: replay order
         sign = 1.0 if p["update_sign"] == "standard" else -1.0
         for i in order:
             hist.scale(i, math.exp(sign * (self.measured_[i] - fake[i]) / 2))

@@ -184,6 +184,7 @@ class RAP(RelaxedMethod):
         budget = self._begin(budget)
         self.stops_: list[str] = []
         with torch_session(rng, p["device"]) as (gen, dev):
+            # not privacy noise: start rows
             W = torch.rand(p["n_rows"], int(sum(qs.sizes)), generator=gen, device=dev)
             W = (2 * W - 1).requires_grad_(True)
             cols = column_index(qs)
@@ -233,7 +234,7 @@ class RAP(RelaxedMethod):
         gen = torch.Generator().manual_seed(0)
         rows, cols, queries = (k + 9, k + 13, k + 5)
         try:
-            compiled_gradient()(torch.rand(cols, rows, generator=gen),
+            compiled_gradient()(torch.rand(cols, rows, generator=gen),  # not privacy noise: warm-up
                                 torch.randint(0, cols, (queries, k), generator=gen),
                                 torch.rand(queries, generator=gen))
         except Exception as exc:    # torch.compile's errors have no common base class

@@ -349,6 +349,7 @@ def torch_session(rng: np.random.Generator, device: str = "cpu"
     old = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
+        # not privacy noise: a seed
         gen = torch.Generator(device=dev).manual_seed(int(rng.integers(2**62)))
         yield gen, dev
     finally:

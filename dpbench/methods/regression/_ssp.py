@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from dpbench.privacy import draws
-from dpbench.privacy.mechanisms import gaussian_mechanism, symmetric_gaussian_matrix
+from dpbench.privacy import noise
 
 
 def sufficient_statistics(X: NDArray, y: NDArray) -> tuple[NDArray, NDArray]:
@@ -30,16 +29,12 @@ def noisy_gram(xtx: NDArray, sigma: float, sensitivity: float, rng: np.random.Ge
     Recorded as a Gaussian on the d (d + 1) / 2 upper-triangle entries: one record's x x^T
     moves them by at most ||x x^T||_F = ||x||^2 in L2, the ``sensitivity`` (add/remove).
     """
-    d = xtx.shape[0]
-    draws.record("gaussian", label, scale=sigma, sensitivity=sensitivity,
-                 relation="add_remove", size=d * (d + 1) // 2,
-                 value=xtx[np.triu_indices(d)] if draws.active() else None)
-    return xtx + symmetric_gaussian_matrix(d, sigma, rng)
+    return noise.gaussian_symmetric(xtx, sigma, rng, sensitivity=sensitivity,
+                                    relation="add_remove", label=label)
 
 
 def noisy_moment(xty: NDArray, sigma: float, sensitivity: float, rng: np.random.Generator,
                  label: str = "Xty") -> NDArray:
     """X^T y + N(0, sigma^2 I); one record moves X^T y by ||x|| |y| <= ``sensitivity``."""
-    draws.record("gaussian", label, scale=sigma, sensitivity=sensitivity,
-                 relation="add_remove", size=xty.size, value=xty)
-    return gaussian_mechanism(xty, sigma, rng)
+    return noise.gaussian(xty, sigma, rng, sensitivity=sensitivity, relation="add_remove",
+                          label=label)

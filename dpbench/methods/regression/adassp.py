@@ -15,7 +15,7 @@ from dpbench.methods.regression._ssp import (
     solve_ridge,
     sufficient_statistics,
 )
-from dpbench.privacy import draws
+from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant, BudgetExceeded
 
 
@@ -49,9 +49,9 @@ class AdaSSP(LinearModel):
         accountant.charge_gaussian(bx2, s_eig, "lambda_min")
         lam_min = float(np.linalg.eigvalsh(xtx)[0]) if d else 0.0
         # one record moves lambda_min(X^T X) by at most ||x||^2 (Weyl)
-        draws.record("gaussian", "lambda_min", scale=s_eig, sensitivity=bx2,
-                     relation="add_remove", value=lam_min)
-        lam_min_hat = max(lam_min + s_eig * rng.standard_normal() - log6 / eps3 * bx2, 0.0)
+        lam_min_hat = max(noise.gaussian(lam_min, s_eig, rng, sensitivity=bx2,
+                                         relation="add_remove", label="lambda_min",
+                                         form="standard") - log6 / eps3 * bx2, 0.0)
         rho = self.params["failure_prob"]
         lam = max(0.0, math.sqrt(d * log6 * math.log(2 * d**2 / rho)) * bx2 / eps3 - lam_min_hat)
 

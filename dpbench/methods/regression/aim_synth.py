@@ -44,7 +44,7 @@ class AIMSynth(MarginalMethod):
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
         released = self._release(data, accountant, rng)
         rows = self.params["synth_rows"] or max(1, int(round(released.total)))
-        synth = released.sample(rows, rng)
+        synth = released.sample(rows, rng)  # not privacy noise: rows from the model
         X, y = data.encoding.encode(synth)
         self.synthetic_ = (X, y)    # the synthetic records (BinAgg Table 3 scores them)
         self.synthetic_records_ = synth

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
-from dpbench.privacy import draws
+from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant
 
 
@@ -37,8 +37,11 @@ def dpgd_paths(X: NDArray, y: NDArray, lrs: NDArray, clips: NDArray, epochs: int
     sd = clips * math.sqrt(epochs) / mu                       # (m,)
     xnorm = np.linalg.norm(X, axis=1)[:, None]               # (n, 1)
     live = np.ones(m, dtype=bool)
+    # every chain's step is one Gaussian release of its clipped-gradient sum (L2
+    # sensitivity clip under add/remove, sd sd_j): recorded together as the standardised
+    # sums (sum / sd_j), whose L2 sensitivity is sqrt(sum_j (clip_j / sd_j)^2)
+    whitened = float(np.sqrt(np.sum((clips / sd) ** 2)))
     for t in range(epochs):
-        noise = rng.standard_normal((d, m)) * sd[None, :]     # drawn for every chain
         # a diverged chain (|theta| > 1e100) is dead: its fit is nan, and it is left out
         # of the arithmetic (its overflow would otherwise slow every step down)
         live &= np.all(np.abs(theta) < 1e100, axis=0)
@@ -46,26 +49,15 @@ def dpgd_paths(X: NDArray, y: NDArray, lrs: NDArray, clips: NDArray, epochs: int
         resid = X @ th - y[:, None]                           # (n, m_live)
         gnorm = np.abs(resid) * xnorm
         scale = np.minimum(1.0, clips[None, live] / np.maximum(gnorm, 1e-12))
-        clipped = X.T @ (resid * scale)                       # (d, m_live)
-        _record_step(t, lrs, clips, sd, live, clipped, d)
-        grad = clipped + noise[:, live]
-        theta[:, live] = th - lrs[None, live] * grad / n
+        clipped = np.zeros((d, m))                            # dead chains: sum 0
+        clipped[:, live] = X.T @ (resid * scale)
+        # noise drawn for every chain, dead ones too (a draw was made)
+        grad = noise.gaussian(clipped, sd[None, :], rng, sensitivity=whitened,
+                              relation="add_remove", label=f"GD step {t}",
+                              form="standard")
+        theta[:, live] = th - lrs[None, live] * grad[:, live] / n
     theta[:, ~live] = np.nan
     return theta.T
-
-
-def _record_step(t: int, lrs: NDArray, clips: NDArray, sd: NDArray, live: NDArray,
-                 clipped: NDArray, d: int) -> None:
-    """Record step ``t``'s Gaussian draw of every chain (drawn for dead ones too, which the
-    record counts: a draw was made): the clipped gradient sum, L2 sensitivity ``clip``
-    under add/remove, noise sd ``sd``; ``value`` is the exact sum of a live chain."""
-    if not draws.active():
-        return
-    column = np.cumsum(live) - 1
-    for j in range(lrs.size):
-        draws.record("gaussian", f"GD step {t} (lr {lrs[j]:g}, clip {clips[j]:g})",
-                     scale=float(sd[j]), sensitivity=float(clips[j]), relation="add_remove",
-                     size=d, value=clipped[:, column[j]] if live[j] else None)
 
 
 def _charge(accountant: Accountant, clip: float, epochs: int, mu: float, note: str) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
 from dpbench.methods.regression._ssp import solve_ridge
-from dpbench.privacy import draws
+from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant
 
 
@@ -51,17 +51,20 @@ class JLT(LinearModel):
         gram = A.T @ A
         smin2 = float(np.linalg.eigvalsh(gram)[0])
         # the threshold test's Laplace draw: one row (norm <= B) added or removed moves
-        # sigma_min(A)^2 by at most B^2. The projection R A' below is not additive noise;
-        # its (eps, delta) is Sheffet's theorem for the whole algorithm (no draw kind fits)
-        draws.record("laplace", "JL threshold test", scale=lap, sensitivity=bound**2,
-                     relation="add_remove", norm="l1", value=smin2)
-        self.altered_ = not smin2 > w2 + rng.laplace(0.0, lap) + 4 * bound**2 * math.log(
+        # sigma_min(A)^2 by at most B^2
+        noisy = noise.laplace(smin2, lap, rng, sensitivity=bound**2, relation="add_remove",
+                              label="JL threshold test")
+        self.altered_ = not smin2 > w2 + (noisy - smin2) + 4 * bound**2 * math.log(
             1 / delta) / eps
         if self.altered_:
             gram = gram + w2 * np.eye(gram.shape[0])
         L = np.linalg.cholesky(gram + 1e-12 * np.trace(gram) * np.eye(gram.shape[0])
                                if not self.altered_ else gram)
-        RA = rng.standard_normal((r, gram.shape[0])) @ L.T
+        # R (r x rows, iid N(0, 1)) projects A': (eps / 2, delta / 2)-DP when
+        # sigma_min(A')^2 >= w^2 (Blocki et al. 2012, Thm. 3.1), which the test ensures but
+        # with probability delta / 2 (Sheffet's analysis)
+        RA = noise.jl_projection(r, gram.shape[0], rng, threshold_sq=w2, row_norm_sq=bound**2,
+                                 relation="add_remove", label="JL projection") @ L.T
         Xp, yp = RA[:, :-1], RA[:, -1]
         self.coef_ = solve_ridge(Xp.T @ Xp, Xp.T @ yp)
         return self
