@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 DPB    := $(VENV)/bin/dpbench
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lock slurm-local browser demo test smoke figures site lint costs bench bench-peers bench-peers-qr
+.PHONY: install lock slurm-local browser demo test audit-mutations smoke figures site lint costs bench bench-peers bench-peers-qr
 
 install: $(STAMP)   ## virtualenv with every dependency (torch pinned to the 2.13.0 CPU build)
 
@@ -48,6 +48,13 @@ TEST_WORKERS ?= 2
 
 test: install slurm-local browser   ## the whole test suite (what CI runs; starts the local SLURM cluster)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
+
+# MUTATION_JOBS: mutants tested at once; MUTATIONS: catalogue ids to plant (default: all)
+MUTATION_JOBS ?= 2
+MUTATIONS ?=
+
+audit-mutations: install   ## plant each privacy bug of tests/privacy/mutations.yaml in process, its tests must fail: prints caught N of M (docs/mutations.md; what CI runs after make test)
+	$(PY) scripts/audit_mutations.py --jobs $(MUTATION_JOBS) $(MUTATIONS)
 
 smoke: install      ## every experiment's and arena's smoke profile + figures into results/smoke (downloaded data: local raw fixtures), then its site results/smoke/site/index.html
 	DPBENCH_SMOKE_RESULTS=results/smoke $(PY) -m pytest -q tests/experiments/test_experiments_smoke.py tests/experiments/test_arenas.py
