@@ -14,10 +14,13 @@ First every entry is checked without running anything (``old`` occurs exactly on
 module's source and the mutated module compiles), then the union of all entries' tests is
 run once unmutated: they must pass, else a failure under a mutation would prove nothing.
 
-Each child runs on its own temporary pytest basetemp and JAX program cache
+The unmutated run uses ``--jobs`` xdist workers when it has :data:`XDIST_FROM` node ids or
+more (fewer are quicker in one process than on workers that each import dpbench and its
+libraries); a mutant's run uses none (the planted bug lives in the child's process). Each
+child runs on its own temporary pytest basetemp and JAX program cache
 (``DPBENCH_PROGRAM_CACHE_DIR``; a traced program is keyed by its inputs, not its code, so a
-mutated one must never reach a cache that a later run reads), without bytecode writing,
-without pytest's cache and without xdist; the folders are deleted afterwards.
+mutated one must never reach a cache that a later run reads), without bytecode writing and
+without pytest's cache; the folders are deleted afterwards.
 
 Prints one line per mutation (id, caught / missed / error, seconds) and ``caught N of M``;
 exits 0 only when every mutation was caught (1: some missed or in error; 2: the catalogue
@@ -53,6 +56,8 @@ CAUGHT, MISSED, ERROR = "caught", "missed", "error"
 DEFAULT_TIMEOUT = 900.0
 #: lines of a child's output shown under an entry in error or missed
 TAIL = 25
+#: node ids from which the unmutated run is spread over xdist workers
+XDIST_FROM = 16
 #: variables a child must not inherit: they would point it at shared folders
 DROP_ENV = ("DPBENCH_SMOKE_RESULTS", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER")
 
@@ -103,25 +108,30 @@ def child_env(tmp: Path, mutation_id: str | None, catalogue: Path | None) -> dic
     return env
 
 
-def pytest_command(args: Sequence[str], basetemp: Path, *, stop_first: bool = True
-                   ) -> list[str]:
-    """The child's command: pytest, quiet, no cache, no xdist, the mutation plugin; the
-    first failure stops it (``stop_first``: a mutant's run; the unmutated run shows all)."""
-    return [sys.executable, "-m", "pytest", *(["-x"] if stop_first else []), "-q",
-            "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "mutation_plugin",
+def pytest_command(args: Sequence[str], basetemp: Path, *, mutated: bool = True,
+                   workers: int = 1) -> list[str]:
+    """The child's command: pytest, quiet, no cache, the mutation plugin. A mutant's run
+    stops at its first failure and runs without xdist (the planted bug lives in that
+    process); the unmutated run shows every failure, on ``workers`` xdist workers."""
+    spread = (["-n", str(workers), "--dist", "loadgroup"] if workers > 1 and not mutated
+              else ["-p", "no:xdist"])
+    return [sys.executable, "-m", "pytest", *(["-x"] if mutated else []), "-q",
+            "-p", "no:cacheprovider", *spread, "-p", "mutation_plugin",
             f"--basetemp={basetemp}", *args]
 
 
 def run_child(args: Sequence[str], *, mutation_id: str | None, timeout: float,
-              cwd: Path = ROOT, catalogue: Path | None = None) -> tuple[int | None, str, float]:
-    """Run pytest on ``args`` (with ``mutation_id`` planted) in a temporary folder that is
-    deleted afterwards: (exit status, None on timeout; output; seconds)."""
+              cwd: Path = ROOT, catalogue: Path | None = None,
+              workers: int = 1) -> tuple[int | None, str, float]:
+    """Run pytest on ``args`` (with ``mutation_id`` planted; unmutated on ``workers``
+    xdist workers) in a temporary folder that is deleted afterwards: (exit status, None
+    on timeout; output; seconds)."""
     tmp = Path(tempfile.mkdtemp(prefix="dpbench-mutant-"))
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(pytest_command(args, tmp / "basetemp",
-                                               stop_first=mutation_id is not None), cwd=cwd,
-                                env=child_env(tmp, mutation_id, catalogue),
+        command = pytest_command(args, tmp / "basetemp", mutated=mutation_id is not None,
+                                 workers=workers)
+        proc = subprocess.Popen(command, cwd=cwd, env=child_env(tmp, mutation_id, catalogue),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True)
         try:
@@ -157,9 +167,11 @@ def run_mutation(entry: hook.Mutation, *, timeout: float, cwd: Path = ROOT,
 
 
 def baseline(entries: Sequence[hook.Mutation], *, timeout: float, cwd: Path = ROOT,
-             catalogue: Path | None = None) -> list[tuple[str, int | None, str, float]]:
+             catalogue: Path | None = None, workers: int = 1
+             ) -> list[tuple[str, int | None, str, float]]:
     """Run every entry's tests unmutated: plain node ids together in one run, each selector
-    with options in its own. Returns the failing runs (label, status, output, seconds)."""
+    with options in its own; the first on ``workers`` xdist workers from :data:`XDIST_FROM`
+    node ids. Returns the failing runs (label, exit status, output, seconds)."""
     plain: list[str] = []
     optioned: list[list[str]] = []
     for entry in entries:
@@ -171,8 +183,9 @@ def baseline(entries: Sequence[hook.Mutation], *, timeout: float, cwd: Path = RO
     runs = ([plain] if plain else []) + optioned
     failed = []
     for args in runs:
+        spread = workers if args is plain and len(args) >= XDIST_FROM else 1
         code, out, seconds = run_child(args, mutation_id=None, timeout=timeout, cwd=cwd,
-                                       catalogue=catalogue)
+                                       catalogue=catalogue, workers=spread)
         if code != 0:
             label = " ".join(args) if len(args) < 6 else f"{len(args)} selectors"
             failed.append((label, code, out, seconds))
@@ -227,7 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not opts.skip_baseline:
         start = time.monotonic()
         with console.status("unmutated run of every entry's tests"):
-            failed = baseline(entries, timeout=opts.timeout, catalogue=catalogue)
+            failed = baseline(entries, timeout=opts.timeout, catalogue=catalogue,
+                              workers=opts.jobs)
         for label, code, out, _ in failed:
             console.print(f"[red]unmutated: {label} exit {code}[/red]\n{tail(out)}")
         if failed:
