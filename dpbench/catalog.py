@@ -10,10 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from dpbench.runner.grid import (
+    ARENA_AXIS,
     _merged_params,
+    arena_members,
     arena_role,
     choices,
     dataset_provides,
+    entry_name,
+    experiment_entry,
     load_entry,
 )
 
@@ -21,16 +25,18 @@ GROUPS = ("experiments", "methods", "datasets")
 
 
 def experiments() -> list[dict[str, str]]:
-    """Name, paper (or ``arena``), task and datasets / methods of each experiment."""
+    """Name, paper (or ``arena``), task and datasets / methods of each experiment, as the
+    composed config has them (its ``defaults`` merged: :func:`grid.experiment_entry`)."""
     out = []
     for name in choices("experiment"):
-        entry = load_entry("experiment", name)
+        entry = experiment_entry(name)
         exp = entry.get("experiment") or {}
+        task = str(exp.get("task") or "")
         out.append({"experiment": name,
-                     "paper": "arena" if exp.get("arena") else str(exp.get("paper") or ""),
-                     "task": str(exp.get("task", "")),
-                     "datasets": _axis(entry.get("datasets")),
-                     "methods": _axis(entry.get("methods"))})
+                    "paper": "arena" if exp.get("arena") else str(exp.get("paper") or ""),
+                    "task": task,
+                    "datasets": _axis(entry.get("datasets"), "dataset", task),
+                    "methods": _axis(entry.get("methods"), "method", task)})
     return out
 
 
@@ -49,10 +55,30 @@ def description(group: str, name: str) -> str:
     return " ".join(lines)
 
 
-def _axis(value: Any) -> str:
-    if isinstance(value, list):
-        return ", ".join(str(next(iter(v))) if isinstance(v, dict) else str(v) for v in value)
-    return str(value)
+def _axis(value: Any, group: str, task: str) -> str:
+    """A grid axis as one line: each name once, in order (``arena`` as the member yamls the
+    grid expands it to), a per-entry sweep as ``name (param: k values)``; ``+`` before the
+    sweep when the plain entry is listed too."""
+    items = value if isinstance(value, list) else [value]
+    if ARENA_AXIS in items:
+        i = items.index(ARENA_AXIS)
+        items = [*items[:i], *arena_members(group, task), *items[i + 1:]]
+    plain: dict[str, bool] = {}
+    sweeps: dict[str, list[str]] = {}
+    for item in items:
+        if item is None:
+            continue
+        name = entry_name(item)
+        plain.setdefault(name, False)
+        sweeps.setdefault(name, [])
+        if isinstance(item, dict) and isinstance(item[name], dict):
+            for k, v in item[name].items():
+                n = len(v) if isinstance(v, list) else 1
+                sweeps[name].append(f"{k}: {n} value{'s' if n != 1 else ''}")
+        else:
+            plain[name] = True
+    return ", ".join(name + (f" ({'+ ' if plain[name] else ''}{'; '.join(sweeps[name])})"
+                             if sweeps[name] else "") for name in plain)
 
 
 def _privacy(cls: type) -> str:

@@ -54,6 +54,7 @@ from dpbench.runner.grid import (
     entries,
     expand,
     expand_cells,
+    experiment_entry,
     load_entry,
     top_level_keys,
 )
@@ -836,16 +837,9 @@ def _figures(base: DictConfig, names: list[str | None], profiles: list[str | Non
 
 
 def experiment_field(name: str, key: str) -> object:
-    """``experiment.<key>`` of experiment ``name``'s yaml, else of the first experiment its
-    ``defaults`` extend that sets it (None if none does): read without composing."""
-    entry = load_entry("experiment", name)
-    value = (entry.get("experiment") or {}).get(key)
-    parents = [d.rpartition("/")[2] for d in entry.get("defaults") or []
-               if isinstance(d, str) and d != "_self_"]
-    for parent in parents:
-        if value is None and parent in choices("experiment"):
-            value = experiment_field(parent, key)
-    return value
+    """``experiment.<key>`` of experiment ``name`` as composed (its ``defaults`` merged,
+    :func:`grid.experiment_entry`), without composing; None if unset."""
+    return (experiment_entry(name).get("experiment") or {}).get(key)
 
 
 def is_arena(name: str) -> bool:

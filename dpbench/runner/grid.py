@@ -176,6 +176,34 @@ def load_entry(group: str, name: str) -> dict[str, Any]:
     return merged
 
 
+def experiment_entry(name: str) -> dict[str, Any]:
+    """Experiment ``name``'s yaml as Hydra composes it, without composing: conf/config.yaml's
+    experiment keys and grid axes, then each experiment its ``defaults`` list names (in
+    order, ``_self_`` last unless placed), then its own keys, merged as OmegaConf merges.
+    What ``dpbench list`` and the site read for an experiment they do not run (cheap: no
+    Hydra, parsed yamls cached), so a child yaml shows its parent's paper, task and axes."""
+    root = read_yaml(conf_dir() / "config.yaml") or {}
+    base = {k: v for k, v in root.items() if k != "defaults"}
+    return _merged(base, _experiment_chain(name, ()))
+
+
+def _experiment_chain(name: str, seen: tuple[str, ...]) -> dict[str, Any]:
+    if name in seen:
+        raise ConfigError(f"experiment {name!r} extends itself: {' -> '.join([*seen, name])}")
+    node = load_entry("experiment", name)
+    own = {k: v for k, v in node.items() if k != "defaults"}
+    order = [d for d in node.get("defaults") or [] if isinstance(d, str)]
+    if "_self_" not in order:
+        order.append("_self_")
+    out: dict[str, Any] = {}
+    for item in order:
+        if item == "_self_":
+            out = _merged(out, own)
+        else:
+            out = _merged(out, _experiment_chain(item.rpartition("/")[2], (*seen, name)))
+    return out
+
+
 VIEW_KEYS = ("params", "profiles", "provides", "key_as", "label")
 
 
