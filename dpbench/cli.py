@@ -227,13 +227,17 @@ def grid(cfg: DictConfig) -> list[TrialSpec]:
         raise UserError(str(exc)) from None
 
 
-def preflight(specs: Sequence[TrialSpec], *, collect: bool = False) -> list[RefusedCell]:
+def preflight(specs: Sequence[TrialSpec], *, collect: bool = False,
+              unloaded: list[str] | None = None) -> list[RefusedCell]:
     """Load every dataset once and build every method before any trial runs.
 
     Catches missing or corrupted data files, bad method parameters and methods that cannot
     run on a dataset (``Method.check_data``) up front, so a bad invocation changes nothing in
     the store. ``collect`` (an arena): a method that cannot run on a dataset is returned as
     a refused cell instead (the other cells run; the board lists it with its reason).
+    ``unloaded`` (``plan``): a dataset that cannot be loaded (not downloaded yet) is named
+    there, one line each, and its cells left unchecked, so a grid is sized before its data
+    is fetched while every check the data allows is the run's.
     """
     import numpy as np
 
@@ -260,6 +264,9 @@ def preflight(specs: Sequence[TrialSpec], *, collect: bool = False) -> list[Refu
             split = import_object(first.dataset_target)(rng=np.random.default_rng(0),
                                                          **first.dataset_params)
         except (DataError, ValueError, TypeError, FileNotFoundError) as exc:
+            if unloaded is not None and not collect:
+                unloaded.append(f"{first.dataset!r} ({' '.join(str(exc).split())})")
+                continue
             if not collect:
                 raise UserError(f"dataset {first.dataset!r}: {exc}") from None
             why = f"dataset {first.dataset!r}: {' '.join(str(exc).split())}"
@@ -493,8 +500,17 @@ def runnable(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
 
 
 def cmd_plan(cfg: DictConfig) -> int:
+    """The grid's size, what is done and what the rest costs. It checks what ``run`` checks
+    before any trial (the grid, the figures, every dataset's data against every method), so
+    a cell the run would refuse is refused here in the same line; a dataset not downloaded
+    yet is named and its cells priced unchecked."""
     check_figures(cfg)
-    specs, refused = runnable(cfg)
+    unloaded: list[str] = []
+    if cfg.experiment.get("arena"):
+        specs, refused = arena_grid(cfg)
+    else:
+        specs, refused = grid(cfg), []
+        preflight(specs, unloaded=unloaded)
     store = store_of(cfg)
     total, _ = _table(specs, store)
     by_method = Counter(s.method for s in specs)
@@ -511,6 +527,8 @@ def cmd_plan(cfg: DictConfig) -> int:
     if refused:
         print(f"  cells that cannot run (listed on the board): "
               f"{'; '.join(f'{r.method} on {r.dataset}' for r in refused)}")
+    for line in unloaded:
+        print(f"  note: data checks not run for {line}")
     return 0
 
 
