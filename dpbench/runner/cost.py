@@ -41,8 +41,12 @@ several) is neither in the grid nor stored, the first trial that needs the fit i
 at the builder's cost (the larger of the two), once per fit, and the plan says which
 cells do so.
 
-Seconds are a trial's recorded data + fit + evaluation time (``timing``), without the
-start-up of its process. Memory is the record's ``peak_rss_mb``: the worker process's peak
+Seconds are CPU seconds: a stored trial's ``cpu_s`` (its worker's CPU time over the
+trial, every thread, not stretched when other work shares the cores), a reference fit's
+``seconds`` (the same); a record written before dpbench kept ``cpu_s`` stands in with its
+data + fit + evaluation wall time, and the plan says how many did. The longest trial is
+stated at its expected time (the total holds it) and, where they differ, with the slowest
+case its figures allow. Memory is the record's ``peak_rss_mb``: the worker process's peak
 resident set during the trial (``execute`` resets the high-water mark as the trial starts),
 so it includes what the process already held (libraries, compiled programs, data of earlier
 trials): what a process running the trial needs, more than the trial alone allocates.
@@ -90,6 +94,16 @@ FEATURE_TEXT = {"n": "training rows", "d": "columns", "eps": "budget",
 def record_seconds(record: Mapping[str, Any]) -> float:
     """A trial's data + fit + evaluation seconds, as its record states them."""
     return float(sum(v for v in (record.get("timing") or {}).values() if is_number(v)))
+
+
+def record_cpu_seconds(record: Mapping[str, Any]) -> tuple[float, bool]:
+    """A trial's CPU seconds (its record's ``cpu_s``: the worker's CPU time over the trial,
+    every thread) and True; a record written before dpbench kept it: its data + fit +
+    evaluation wall seconds and False (a stand-in the plan names, never called CPU)."""
+    cpu = record.get("cpu_s")
+    if is_number(cpu) and cpu >= 0:
+        return float(cpu), True
+    return record_seconds(record), False
 
 
 def record_mem_mb(record: Mapping[str, Any]) -> float | None:
@@ -152,6 +166,7 @@ class Stored:
     lower_bound: bool = False         # a reference fit stopped unfinished after ``seconds``
     artifact: str | None = None       # the key of the shared fit (artifact) it used, if any
     artifact_hit: bool = False        # it found that fit built by another trial
+    wall: bool = False                # no CPU time recorded: ``seconds`` are wall seconds
 
 
 @dataclass(frozen=True)
@@ -201,8 +216,9 @@ def stored_trials(store: ResultStore) -> list[Stored]:
             continue
         n, d = rec.get("n_train"), rec.get("d")
         size = (int(n), int(d)) if is_number(n) and is_number(d) and n > 0 and d > 0 else None
-        out.append(Stored(spec, record_seconds(rec), record_mem_mb(rec), size, False,
-                          *artifact_of(rec)))
+        seconds, is_cpu = record_cpu_seconds(rec)
+        out.append(Stored(spec, seconds, record_mem_mb(rec), size, False,
+                          *artifact_of(rec), wall=not is_cpu))
     return out
 
 
@@ -466,6 +482,7 @@ class Cost:
     estimates: Mapping[str, Estimate]
     done_seconds: float
     reference_note: str | None = None    # where the reference fits come from, if any
+    wall_stand_ins: int = 0              # stored trials used that recorded no CPU time
 
     @property
     def known(self) -> list[TrialSpec]:
@@ -485,13 +502,18 @@ def grid_cost(specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
               reference_note: str | None = None) -> Cost:
     """Estimate each trial of ``todo`` from the store and the ``reference`` fits (described
     by ``reference_note``); sum the recorded seconds of the grid's other trials (stored ok)."""
-    est = Estimator(stored_trials(store), reference)
+    stored = stored_trials(store)
+    est = Estimator(stored, reference)
     pending = {s.key for s in todo}
     done = 0.0
+    wall = {t.spec.key for t in stored if t.wall}
     for key in {s.key for s in specs} - pending:
         rec = store.get(key)
         if rec and rec.get("status") == OK:
-            done += record_seconds(rec)
+            seconds, is_cpu = record_cpu_seconds(rec)
+            done += seconds
+            if not is_cpu:
+                wall.add(key)
     estimates = {s.key: est.estimate(s) for s in todo}
     in_grid, charged = {s.key for s in specs}, set()
     for s in todo:
@@ -510,7 +532,7 @@ def grid_cost(specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
             own, seconds=max(own.seconds, alone.seconds),
             longest=max(own.longest or 0.0, alone.longest or 0.0),
             mem_mb=max(mems) if mems else None, builds_shared=True)
-    return Cost(todo, estimates, done, reference_note if reference else None)
+    return Cost(todo, estimates, done, reference_note if reference else None, len(wall))
 
 
 def _stored_ok(store: ResultStore, spec: TrialSpec) -> bool:
@@ -543,6 +565,9 @@ def cost_lines(cost: Cost, *, workers: int | None = None,
            + (f" ({unseen}: no stored trial)" if unknown else "")]
     if cost.reference_note and any(n for k, n in sources.items() if k != SAME_CELL):
         out.append(cost.reference_note)
+    if cost.wall_stand_ins:
+        out.append(f"note: {cost.wall_stand_ins} stored trial(s) recorded no CPU time "
+                   "(written before dpbench kept it): their wall time stands in for it")
     if bounds:
         out.append(f"note: {len(bounds)} estimate(s) are lower bounds: their cells' reference "
                    "fits were stopped unfinished ("
@@ -564,12 +589,19 @@ def cost_lines(cost: Cost, *, workers: int | None = None,
                    + ", ".join(shared[:3]) + (", ..." if len(shared) > 3 else "") + ")")
     known = cost.known
     longest = max(known, key=lambda s: cost.estimates[s.key].longest, default=None)
+    expected = max(known, key=lambda s: cost.estimates[s.key].seconds, default=None)
     mems = [s for s in known if cost.estimates[s.key].mem_mb is not None]
     peak = max(mems, key=lambda s: cost.estimates[s.key].mem_mb, default=None)
     if longest and not brief:
         e = cost.estimates[longest.key]
-        line = (f"longest trial: {trial_name(longest)} ~{duration(e.longest)} "
-                f"({SOURCE_TEXT[e.source]})")
+        # the trial whose expected time is largest, at that time (the total holds it), and
+        # the longest any trial may take (the figures' spread: a model's largest miss)
+        most = cost.estimates[expected.key]
+        line = (f"longest trial: {trial_name(expected)} ~{duration(most.seconds)} expected "
+                f"({SOURCE_TEXT[most.source]})")
+        if duration(e.longest) != duration(most.seconds) or longest.key != expected.key:
+            line += (f"; up to ~{duration(e.longest)} ({trial_name(longest)}, the "
+                     "slowest case its figures allow)")
         if peak:
             line += (f"; peak memory per trial: {gigabytes(cost.estimates[peak.key].mem_mb)} "
                      f"({trial_name(peak)}; the worker process's peak during a trial)")

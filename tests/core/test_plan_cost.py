@@ -23,7 +23,7 @@ from dpbench.runner.cost import (
     cost_lines,
     grid_cost,
     makespan,
-    record_seconds,
+    record_cpu_seconds,
     stored_trials,
 )
 from dpbench.runner.spec import TrialSpec
@@ -38,13 +38,17 @@ def spec(dataset: str, method: str, eps: float, trial: int = 0, **params: float)
 
 
 def put(store: ResultStore, s: TrialSpec, seconds: float, n: int = 1000, d: int = 5,
-        mem: float = 100.0) -> None:
-    """Store a valid ok record of ``s`` that took ``seconds`` (fit 90%, data and eval 5%)."""
+        mem: float = 100.0, cpu: float | None = -1.0) -> None:
+    """Store a valid ok record of ``s`` that took ``seconds`` (fit 90%, data and eval 5%)
+    of wall time and ``cpu`` CPU seconds (-1: as many as wall seconds; None: no ``cpu_s``,
+    as records written before dpbench kept it)."""
     rec = {"key": s.key, "status": "ok", "spec": s.to_dict(), "metrics": {"mse": 0.5},
            "privacy": {"target_delta": 1e-5, "target_epsilon": s.epsilon},
            "timing": {"data_s": 0.05 * seconds, "fit_s": 0.9 * seconds,
                       "eval_s": 0.05 * seconds},
            "n_train": n, "d": d, "peak_rss_mb": mem, "maxrss_mb": 2 * mem}
+    if cpu is not None:
+        rec["cpu_s"] = seconds if cpu == -1.0 else cpu
     assert record_problem(rec, s.key) is None
     store.put(rec)
 
@@ -130,6 +134,47 @@ def test_few_trials_give_the_median_and_an_unseen_method_is_unknown(tmp_path: Pa
     blind = cost_lines(grid_cost(todo[1:], todo[1:], store), workers=1)
     assert blind == ["cost: unknown for the 1 trial(s) to do: no stored trial of methods new "
                      "(a smoke run, e.g. profile=smoke, gives `plan` figures to use)"]
+
+
+def test_a_stored_trial_counts_its_cpu_time_not_its_wall_time(tmp_path: Path) -> None:
+    """Issue 59, defect 3: a trial that took 100 s of wall time on a loaded machine and
+    10 CPU-s is priced at 10 s of CPU; a record without ``cpu_s`` stands in with its wall
+    time and the plan says so."""
+    store = ResultStore(tmp_path)
+    put(store, spec("a", "m", 1.0, 0), 100.0, cpu=10.0)
+    todo = [spec("a", "m", 1.0, 1)]
+    est = Estimator(stored_trials(store)).estimate(todo[0])
+    assert est.source == SAME_CELL and est.seconds == pytest.approx(10.0)
+    lines = cost_lines(grid_cost([spec("a", "m", 1.0, 0), *todo], todo, store), workers=1)
+    assert "1 trial(s) to do, 10 s of CPU time (whole grid 20 s of CPU time)" in lines[0], lines
+    assert not any("wall time stands in" in ln for ln in lines)
+    put(store, spec("a", "m", 2.0, 0), 50.0, cpu=None)
+    lines = cost_lines(grid_cost(todo, todo, ResultStore(tmp_path)), workers=1)
+    assert any("1 stored trial(s) recorded no CPU time" in ln for ln in lines), lines
+
+
+def _seconds(text: str) -> float:
+    """``42 s`` / ``12 min`` / ``3.2 h`` / ``0.10 CPU-hours`` (cost.duration, cost.cpu)."""
+    value, unit = text.split()[:2]
+    return float(value) * {"s": 1, "min": 60, "h": 3600, "CPU-hours": 3600}[unit]
+
+
+def test_the_cpu_total_is_never_below_the_longest_trial(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 59, defect 3: on an empty store exrisk_table2's smoke grid is priced by a
+    per-method model whose largest miss is several-fold; the plan's total CPU time holds
+    every trial, so it is at least the longest trial's expected time, and the longest
+    trial's bound (the model's largest miss) is named as a bound."""
+    import re
+
+    assert main(["plan", "experiment=exrisk_table2", "profile=smoke",
+                 f"results_dir={tmp_path}"]) == 0
+    out = capsys.readouterr().out
+    total = re.search(r"trial\(s\) to do, (?:at least )?([\d.]+ (?:s|min|h|CPU-hours))", out)
+    longest = re.search(r"longest trial: \S+ ~([\d.]+ (?:s|min|h)) expected", out)
+    assert total and longest, out
+    assert _seconds(total.group(1)) >= _seconds(longest.group(1)), out
+    assert "up to ~" in out
 
 
 def shared(dataset: str, method: str, eps: float, **params: float) -> TrialSpec:
@@ -239,7 +284,7 @@ def test_estimate_against_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["run", *base, "epsilons=[0.1,1,2]", *run]) == 0
     store = ResultStore(tmp_path / "store")
     done = grid(compose_config([*base, "epsilons=[0.1,1,2]"]))
-    recorded = {s.key: record_seconds(store.get(s.key)) for s in done}
+    recorded = {s.key: record_cpu_seconds(store.get(s.key))[0] for s in done}
     again = [s for s in grid(compose_config([*base, "epsilons=[0.1,1,2]", "trials=4",
                                              "profile.trials=4"])) if s.trial == 3]
     cost = grid_cost(again, again, store)
@@ -254,7 +299,7 @@ def test_estimate_against_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert {cost.estimates[s.key].source for s in new} == {INTERPOLATED}
     estimate = sum(cost.estimates[s.key].seconds for s in new)
     assert main(["run", *base, "epsilons=[0.3]", *run]) == 0
-    actual = sum(record_seconds(store.get(s.key)) for s in new)
+    actual = sum(record_cpu_seconds(store.get(s.key))[0] for s in new)
     assert abs(math.log(estimate / actual)) < math.log(3), (estimate, actual)
     capsys.readouterr()
 
