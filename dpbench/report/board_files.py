@@ -1,7 +1,8 @@
 """The files of an arena board: ``board.md``, ``board.tex``, ``board.json``, ``board.csv``
 (``report.leaderboard``'s renderings) and its plots (PNG + PDF through ``render.save``): per
 dataset, quality against median fit time with the Pareto front joined, one panel per
-epsilon; and each method's mean rank against epsilon."""
+epsilon; each method's mean rank against epsilon; and per epsilon the critical-difference
+diagram of the mean ranks (Demšar 2006)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dpbench.report.leaderboard import (
     BASELINE,
     METHOD,
     REFERENCE,
+    Across,
     Board,
     to_frame,
     to_json,
@@ -33,7 +35,7 @@ def write_board(board: Board, out: Path) -> list[Path]:
     paths[1].write_text(to_latex(board))
     paths[2].write_text(to_json(board) + "\n")
     to_frame(board).to_csv(paths[3], index=False)
-    return paths + pareto_plots(board, out) + ranks_plot(board, out)
+    return paths + pareto_plots(board, out) + ranks_plot(board, out) + cd_plots(board, out)
 
 
 def pareto_plots(board: Board, out: Path) -> list[Path]:
@@ -94,3 +96,61 @@ def ranks_plot(board: Board, out: Path) -> list[Path]:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6, ncol=2, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return save(fig, out / "mean_ranks")
+
+
+def cd_plots(board: Board, out: Path) -> list[Path]:
+    """``critical_difference-<epsilon>.png/pdf``: per epsilon with a Friedman test, the mean
+    ranks on an axis (1 = best, left) and a bar joining each maximal group of methods whose
+    mean ranks lie within Nemenyi's critical difference (Demšar 2006, Fig. 1's style)."""
+    paths: list[Path] = []
+    for a in board.across:
+        if a.cd is None:
+            continue
+        fig = cd_figure(a, board.header.budget_unit)
+        paths += save(fig, out / f"critical_difference-{a.epsilon:g}")
+    return paths
+
+
+def cd_groups(ranks: list[float], cd: float) -> list[tuple[int, int]]:
+    """The maximal runs (i, j) of the sorted mean ranks whose spread is below ``cd`` (each a
+    group no pair of which differs), runs of one left out."""
+    runs = []
+    for i in range(len(ranks)):
+        j = max(k for k in range(i, len(ranks)) if ranks[k] - ranks[i] < cd)
+        if j > i and not any(a <= i and j <= b for a, b in runs):
+            runs.append((i, j))
+    return runs
+
+
+def cd_figure(a: Across, unit: str) -> plt.Figure:
+    """The critical-difference diagram of one :class:`Across`."""
+    order = sorted(range(len(a.methods)), key=lambda i: a.mean_ranks[i])
+    ranks = [a.mean_ranks[i] for i in order]
+    labels = [a.labels[i] for i in order]
+    k = len(labels)
+    half = -(-k // 2)
+    fig, ax = plt.subplots(figsize=(7.0, 1.6 + 0.28 * half))
+    ax.set_xlim(1, max(k, 2))
+    ax.set_ylim(-(half + 1.5), 1.2)
+    ax.axhline(0, color="black", lw=1)
+    for r in range(1, k + 1):
+        ax.plot([r, r], [0, 0.12], color="black", lw=0.8)
+        ax.text(r, 0.2, str(r), ha="center", va="bottom", fontsize=7)
+    for pos, (rank, label) in enumerate(zip(ranks, labels, strict=True)):
+        left = pos < half
+        level = -(pos + 1 if left else k - pos)
+        x_text = 0.9 if left else max(k, 2) + 0.1
+        ax.plot([rank, rank, x_text], [0, level * 0.3, level * 0.3], color="black", lw=0.7)
+        ax.text(x_text, level * 0.3, f"{label} ({rank:.2f})", fontsize=7, va="center",
+                ha="right" if left else "left")
+    for n, (i, j) in enumerate(cd_groups(ranks, a.cd)):
+        y = -0.12 - 0.08 * n
+        ax.plot([ranks[i] - 0.03, ranks[j] + 0.03], [y, y], color="tab:red", lw=2.5)
+    ax.plot([1, 1 + a.cd], [1.0, 1.0], color="black", lw=1.5)
+    ax.text(1 + a.cd / 2, 1.05, f"CD = {a.cd:.2f}", ha="center", va="bottom", fontsize=7)
+    p = "p < 0.001" if a.p < 0.001 else f"p = {a.p:.2g}"
+    ax.set_title(f"{unit} = {a.epsilon:g}: mean ranks over {a.datasets} tables "
+                 f"(Friedman {p}); red bars join ranks within the CD", fontsize=8)
+    ax.axis("off")
+    fig.subplots_adjust(left=0.25, right=0.75)
+    return fig

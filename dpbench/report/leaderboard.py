@@ -10,15 +10,24 @@ The rules, stated on every board:
   RSS; a failed cell shows its error, a refused cell (one the arena cannot run) its reason;
 - a method is *ranked* only where its mean beats the best baseline's mean (no baseline
   result: no bar); baselines and non-private references are shown, never ranked;
-- every row is compared with the best ranked method by a paired t-test over the trials
-  that share a trial index (same data split and seed for every method, as the spec's
-  ``data_rng`` depends on the dataset and trial only), two-sided, alpha 0.05, uncorrected
-  for multiplicity; fewer than two pairs: no test;
-- ranked methods are ranked by their mean (1 = best); those not significantly worse than
-  the best are tied with it (shown ``3 (=1)``, the best ``1=``); the best is the *winner*
-  only if it is significantly better than every other ranked method and than the bar;
-- per epsilon, each method's mean rank over the datasets where it was ranked, and per
-  (epsilon, dataset) the quality / fit-time Pareto front (references left out).
+- the ranked methods are compared pairwise, and each with the bar, by paired t-tests over
+  the trials that share a trial index (same data split and seed for every method, as the
+  spec's ``data_rng`` depends on the dataset and trial only), two-sided, the whole family
+  Holm-corrected at alpha 0.05 (``board_stats``: with every method equal, at most alpha of
+  boards mark any of them worse); fewer than two pairs: no test;
+- ranked methods are ranked by their mean (1 = best); the confidence set for the best is
+  the methods no better-ranked method is significantly better than, closed in rank order;
+  its members are tied (shown ``3 (=1)``, the best ``1=``); the best is the *winner* only
+  if it is the set's only member and significantly better than the bar ("beats the
+  baseline" is that test, ``vs_bar``); each table states the power of its procedure to find
+  a method leading by 2 noise sds at its number of methods and trials (simulated);
+- a table with trials still to run is *incomplete*: it shows its numbers, but no rank,
+  tie or winner, and names the cells short of trials;
+- per epsilon, each method's mean rank over every complete table (a refused, failed or
+  missing cell counts as last, sharing the last ranks), the Friedman test and Nemenyi's
+  critical difference (Demšar 2006) with its diagram, and per (epsilon, dataset) the
+  quality / fit-time Pareto front among the methods that beat the bar (references left
+  out).
 
 ``board.json`` (schema ``dpbench-leaderboard/1``) holds the :class:`Board` as data for a
 static site: ``{"schema", "header": Header, "tables": [Table with "rows": [Row]],
@@ -45,8 +54,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from dpbench.report.board_stats import (
+    BAR,
+    LEAD_SD,
+    best_set,
+    dataset_ranks,
+    detection_power,
+    friedman,
+    paired_p,
+)
 from dpbench.report.frame import mean_se, method_name
 from dpbench.report.privacy import RELATION_TEXT, stated_relation
 from dpbench.report.render import latex_table, markdown_table, sig_cell
@@ -147,6 +164,10 @@ class Row:
     pairs_vs_best: int = 0
     pareto: bool = False
     note: str = ""
+    trials_failed: int = 0
+    #: the Holm-corrected test against the bar: better | n.s. | worse | no test
+    vs_bar: str | None = None
+    p_vs_bar: float | None = None
     #: the share of the real training rows on which the non-private reference reaches this
     #: mean (``calibrate``); None: no calibration points or no mean
     as_good_as: float | None = None
@@ -165,11 +186,16 @@ class Table:
     best: str | None
     winner: str | None
     rows: list[Row]
+    #: "<ok> of <asked> trials; short: <cells>" while trials are still to run (no ranks)
+    incomplete: str | None = None
+    #: power to find a method leading by LEAD_SD noise sds (simulated), None: no test
+    power: float | None = None
 
 
 @dataclass(frozen=True)
 class MeanRank:
-    """A method's mean rank at one epsilon, over the datasets where it was ranked."""
+    """A method's mean rank at one epsilon over the complete tables (a refused, failed or
+    missing cell last): ``ranked_on`` tables of the epsilon's ``datasets``."""
 
     epsilon: float
     method: str
@@ -180,12 +206,28 @@ class MeanRank:
 
 
 @dataclass(frozen=True)
+class Across:
+    """The methods' ranks across the complete tables of one epsilon: the Friedman test and
+    Nemenyi's critical difference (``board_stats.friedman``)."""
+
+    epsilon: float
+    methods: list[str]
+    labels: list[str]
+    mean_ranks: list[float]
+    datasets: int
+    statistic: float | None
+    p: float | None
+    cd: float | None
+
+
+@dataclass(frozen=True)
 class Board:
     """One arena experiment's board at one profile."""
 
     header: Header
     tables: list[Table]
     mean_ranks: list[MeanRank]
+    across: list[Across] = field(default_factory=list)
 
 
 # --- inputs from the grid and the store ---------------------------------------------------
@@ -252,9 +294,12 @@ def relation_alerts(frame: pd.DataFrame, relation: str) -> list[str]:
 
 def test_text(alpha: float = ALPHA) -> str:
     """The test the board uses, as stated in its header."""
-    return (f"paired t-test against the best ranked method over the trials sharing a trial "
-            f"index (same data split and seed), two-sided, alpha = {alpha:g}, uncorrected; "
-            "fewer than 2 pairs: no test; tied = not significantly worse than the best")
+    return (f"paired t-tests of every pair of ranked methods and of each against the bar, "
+            f"over the trials sharing a trial index (same data split and seed), two-sided, "
+            f"Holm-corrected over the table at alpha = {alpha:g}; fewer than 2 pairs: no "
+            "test; tied = in the confidence set for the best (no better-ranked method "
+            "significantly better, closed in rank order); winner = the set's only member "
+            "and significantly better than the bar; incomplete tables are not ranked")
 
 
 # --- the board, from the results frame ----------------------------------------------------
@@ -278,24 +323,8 @@ def median(values: pd.Series | None) -> float | None:
     return float(np.median(v)) if v.size else None
 
 
-def paired_test(a: Mapping[int, float], b: Mapping[int, float]
-                ) -> tuple[float | None, float | None, int]:
-    """Mean difference a - b over the trial indices both hold (finite values), its
-    two-sided paired t-test p-value (None with fewer than 2 pairs) and the pair count. Equal
-    pairs give p = 1; a constant non-zero difference p = 0."""
-    shared = sorted(t for t in a.keys() & b.keys()
-                    if math.isfinite(a[t]) and math.isfinite(b[t]))
-    d = np.array([a[t] - b[t] for t in shared], dtype=float)
-    if d.size == 0:
-        return None, None, 0
-    diff = float(d.mean())
-    if d.size < 2:
-        return diff, None, int(d.size)
-    sd = float(d.std(ddof=1))
-    if sd == 0.0:
-        return diff, (1.0 if diff == 0.0 else 0.0), int(d.size)
-    t = diff / (sd / math.sqrt(d.size))
-    return diff, float(2 * stats.t.sf(abs(t), d.size - 1)), int(d.size)
+#: a row against another over the trials sharing a trial index (``board_stats.paired_p``)
+paired_test = paired_p
 
 
 def verdict(diff: float | None, p: float | None, rules: Rules) -> str:
@@ -317,7 +346,7 @@ def cell_row(cell: Cell, facts: CellFacts, rows: pd.DataFrame, rules: Rules) -> 
     return Row(eps, dataset, facts.dataset_label, method, facts.method_label,
                rules.role(method), status, len(rows), facts.asked, n, finite(mean),
                finite(se), median(rows.get("fit_s")), median(rows.get("peak_rss_mb")),
-               note=cell_note(facts, len(rows), n, rules))
+               note=cell_note(facts, len(rows), n, rules), trials_failed=facts.failed)
 
 
 def cell_note(facts: CellFacts, ok: int, n: int, rules: Rules) -> str:
@@ -350,56 +379,80 @@ def best_of(rows: Sequence[Row], rules: Rules) -> Row | None:
     return best
 
 
+def short_of_trials(rows: Sequence[Row]) -> str | None:
+    """``<ok> of <asked> trials; short: <cells>`` when a cell that is not refused still has
+    trials to run (neither ok nor failed), else None."""
+    short = [r for r in rows if r.status != "refused"
+             and r.trials_ok + r.trials_failed < r.trials_asked]
+    if not short:
+        return None
+    ok = sum(r.trials_ok for r in rows)
+    asked = sum(r.trials_asked for r in rows if r.status != "refused")
+    cells = ", ".join(f"{r.method_label} ({r.trials_ok}/{r.trials_asked})" for r in short)
+    return f"incomplete: {ok} of {asked} trials ok; short: {cells}"
+
+
 def rank_table(rows: Sequence[Row], trials: Mapping[str, Mapping[int, float]],
                rules: Rules) -> Table:
-    """Rank one (epsilon, dataset): bar, ranked rows, best, ties, winner, comparisons, front.
+    """Rank one (epsilon, dataset): bar, ranked rows, the confidence set for the best, the
+    winner, the tests against the bar, the front (module docstring; ``board_stats``).
 
     ``trials`` maps each method id to its metric value per trial index."""
     bar = best_of([r for r in rows if r.role == BASELINE], rules)
-    ranked = [r for r in rows if r.role == METHOD and r.mean is not None
-              and (bar is None or rules.better(r.mean, bar.mean))]
-    best = best_of(ranked, rules)
-    ids = [r.method for r in ranked]
-    out = {r.method: compare(r, best, trials, rules) for r in rows}
+    above = [r for r in rows if r.role == METHOD and r.mean is not None
+             and (bar is None or rules.better(r.mean, bar.mean))]
+    out = {r.method: r for r in rows}
     for r in rows:
         if r.role == REFERENCE:
-            out[r.method] = with_note(out[r.method], "non-private reference, not ranked")
+            out[r.method] = with_note(r, "non-private reference, not ranked")
         elif r.role == BASELINE:
-            out[r.method] = with_note(out[r.method], "baseline (sets the bar)")
-        elif r.mean is not None and r.method not in ids:
-            out[r.method] = with_note(out[r.method],
-                                      f"does not beat baseline {bar.method_label}")
-    tied = [m for m in ids if out[m].vs_best != WORSE]
-    by_mean = sorted(ids, key=lambda m: -out[m].mean if rules.higher_is_better
-                     else out[m].mean)
-    for i, m in enumerate(by_mean):
-        out[m] = replace(out[m], ranked=True, rank=i + 1, tied=m in tied and len(tied) > 1)
-    winner = best.method if best is not None and len(tied) == 1 else None
-    if winner and bar is not None:       # a winner also beats the bar significantly
-        diff, p, _ = paired_test(trials.get(winner, {}), trials.get(bar.method, {}))
-        if verdict(diff, p, rules) != BETTER:
-            out[winner] = with_note(out[winner], "not significantly better than the bar")
-            winner = None
+            out[r.method] = with_note(r, "baseline (sets the bar)")
+        elif r.mean is not None and r not in above:
+            out[r.method] = with_note(r, f"does not beat baseline {bar.method_label}")
+    first = rows[0]
+    incomplete = short_of_trials(rows)
+    if incomplete:
+        final = [out[r.method] for r in rows]
+        return Table(first.epsilon, first.dataset, first.dataset_label,
+                     bar.method if bar else None, bar.mean if bar else None, None, None,
+                     sorted(final, key=row_order(rules)), incomplete)
+    order = [r.method for r in sorted(above, key=lambda r: -r.mean if rules.higher_is_better
+                                      else r.mean)]
+    tests = best_set(order, trials, bar.method if bar else None, rules.higher_is_better,
+                     rules.alpha)
+    best = order[0] if order else None
+    members = set(tests.best_set)
+    for i, m in enumerate(order):
+        row = replace(out[m], ranked=True, rank=i + 1,
+                      tied=m in members and len(members) > 1)
+        pairs = paired_p(trials.get(m, {}), trials.get(best, {}))[2]
+        if m == best:
+            row = replace(row, vs_best=BEST)
+        else:
+            p, d = tests.adjusted.get((best, m)), tests.diffs.get((best, m))
+            row = replace(row, vs_best=NO_TEST if p is None else
+                          NOT_SIGNIFICANT if m in members else WORSE,
+                          diff_vs_best=None if d is None else -d, p_vs_best=p,
+                          pairs_vs_best=pairs)
+        if bar is not None:
+            p_bar = tests.adjusted.get((m, BAR))
+            beats = tests.beats_bar.get(m)
+            row = replace(row, p_vs_bar=p_bar, vs_bar=NO_TEST if beats is None
+                          else BETTER if beats else NOT_SIGNIFICANT)
+        out[m] = row
+    winner = best if best is not None and tests.best_set == [best] else None
+    if winner and bar is not None and out[winner].vs_bar != BETTER:
+        out[winner] = with_note(out[winner], "not significantly better than the bar")
+        winner = None
     if winner:
         out[winner] = replace(out[winner], winner=True)
-    front = pareto(list(out.values()), rules)
+    front = pareto([out[m] for m in order], rules)
     final = [replace(out[r.method], pareto=r.method in front) for r in rows]
-    first = rows[0]
+    n = max((r.trials_asked for r in above), default=0)
+    power = detection_power(len(order), n, rules.alpha)[0] if len(order) > 1 else None
     return Table(first.epsilon, first.dataset, first.dataset_label,
-                 bar.method if bar else None, bar.mean if bar else None,
-                 best.method if best else None, winner, sorted(final, key=row_order(rules)))
-
-
-def compare(row: Row, best: Row | None, trials: Mapping[str, Mapping[int, float]],
-            rules: Rules) -> Row:
-    """``row`` with its paired comparison against ``best`` (none without a best or mean)."""
-    if best is None or row.mean is None:
-        return row
-    if row.method == best.method:
-        return replace(row, vs_best=BEST)
-    diff, p, pairs = paired_test(trials.get(row.method, {}), trials.get(best.method, {}))
-    return replace(row, vs_best=verdict(diff, p, rules), diff_vs_best=diff, p_vs_best=p,
-                   pairs_vs_best=pairs)
+                 bar.method if bar else None, bar.mean if bar else None, best, winner,
+                 sorted(final, key=row_order(rules)), None, power)
 
 
 def row_order(rules: Rules) -> Any:
@@ -427,18 +480,30 @@ def pareto(rows: Sequence[Row], rules: Rules) -> set[str]:
     return {b.method for b in pts if not any(dominates(a, b) for a in pts)}
 
 
-def mean_ranks(tables: Sequence[Table]) -> list[MeanRank]:
-    """Per epsilon and method: the mean rank over the datasets where it was ranked."""
-    out = []
+def mean_ranks(tables: Sequence[Table], rules: Rules) -> tuple[list[MeanRank], list[Across]]:
+    """Per epsilon: every method's mean rank over the complete tables (a refused, failed
+    or missing cell last; ``board_stats.dataset_ranks``) and the Friedman / Nemenyi
+    statistics over them."""
+    out, across = [], []
     for eps in sorted({t.epsilon for t in tables}):
         at = [t for t in tables if t.epsilon == eps]
-        methods = {r.method: r.method_label for t in at for r in t.rows if r.role == METHOD}
-        for m, label in methods.items():
-            ranks = [r.rank for t in at for r in t.rows if r.method == m and r.rank]
-            out.append(MeanRank(eps, m, label, float(np.mean(ranks)) if ranks else None,
-                                len(ranks), len(at)))
-    return sorted(out, key=lambda x: (x.epsilon, x.mean_rank is None, x.mean_rank or 0,
-                                      x.method))
+        labels = {r.method: r.method_label for t in at for r in t.rows if r.role == METHOD}
+        done = [t for t in at if t.incomplete is None]
+        per_table = []
+        for t in done:
+            means = {m: None for m in labels}
+            means.update({r.method: r.mean for r in t.rows if r.role == METHOD})
+            per_table.append(dataset_ranks(means, rules.higher_is_better))
+        f = friedman(per_table, rules.alpha)
+        ranks = dict(zip(f.methods, f.mean_ranks, strict=True))
+        out += [MeanRank(eps, m, label, finite(ranks.get(m)), len(done), len(at))
+                for m, label in labels.items()]
+        across.append(Across(eps, f.methods, [labels[m] for m in f.methods],
+                             [float(x) for x in f.mean_ranks], f.datasets, f.statistic, f.p,
+                             f.cd))
+    ranked = sorted(out, key=lambda x: (x.epsilon, x.mean_rank is None, x.mean_rank or 0,
+                                        x.method))
+    return ranked, across
 
 
 def calibration_curve(rows: Sequence[Row], fractions: Mapping[str, float],
@@ -512,7 +577,7 @@ def build_board(frame: pd.DataFrame, facts: Mapping[Cell, CellFacts], rules: Rul
                 if r.mean is not None and r.role != REFERENCE else r
                 for r in table.rows])
         tables.append(table)
-    return Board(header, tables, mean_ranks(tables))
+    return Board(header, tables, *mean_ranks(tables, rules))
 
 
 def board_from_store(specs: Sequence[TrialSpec], store: ResultStore,
@@ -600,17 +665,39 @@ def table_notes(t: Table) -> list[str]:
     label = {r.method: r.method_label for r in t.rows}
     bar = (f"bar: baseline {label[t.bar]} (mean {fmt(t.bar_mean, 4)})" if t.bar
            else "bar: none (no baseline result), every method with a result is ranked")
+    if t.incomplete:
+        return [bar, f"{t.incomplete}: no rank, tie or winner until they are run"]
     win = (f"winner: {label[t.winner]}" if t.winner
            else "no winner (the best is tied, or nothing is ranked)")
-    return [bar, win]
+    power = ([] if t.power is None else
+             [f"power to find a method leading the others by {LEAD_SD:g} noise sds at "
+              f"these methods and trials: {percent(t.power)} (simulated)"])
+    return [bar, win, *power]
 
 
 def rank_summary(board: Board) -> tuple[list[str], list[list[str]]]:
-    """The mean-rank table: per epsilon and method, the mean rank and over how many datasets."""
+    """The mean-rank table: per epsilon and method, the mean rank and over how many of the
+    epsilon's datasets (the complete tables)."""
     unit = board.header.budget_unit
     rows = [[f"{m.epsilon:g}", m.method_label, fmt(m.mean_rank),
              f"{m.ranked_on} of {m.datasets}"] for m in board.mean_ranks]
-    return [unit, "method", "mean rank", "ranked on (datasets)"], rows
+    return [unit, "method", "mean rank", "complete tables (of datasets)"], rows
+
+
+def across_notes(board: Board) -> list[str]:
+    """Per epsilon: the Friedman test and the critical difference, or why there is none."""
+    unit, out = board.header.budget_unit, []
+    for a in board.across:
+        if a.statistic is None:
+            out.append(f"{unit} {a.epsilon:g}: no Friedman test ({a.datasets} complete "
+                       f"table(s), {len(a.methods)} methods; it needs 2 and 3)")
+        else:
+            p = "p < 0.001" if a.p < 0.001 else f"p = {a.p:.2g}"
+            out.append(f"{unit} {a.epsilon:g}: Friedman chi2 = {a.statistic:.3g}, {p} over "
+                       f"{a.datasets} tables; Nemenyi critical difference {a.cd:.3g} "
+                       "(mean ranks further apart differ at alpha "
+                       f"{ALPHA:g})")
+    return out
 
 
 def header_lines(h: Header) -> list[str]:
@@ -635,7 +722,8 @@ def to_markdown(board: Board) -> str:
     for t in board.tables:
         lines += markdown_table(table_title(t, board.header), table_header(board.header),
                                 table_rows(t), table_notes(t)) + [""]
-    lines += markdown_table("Mean rank per " + board.header.budget_unit, *rank_summary(board))
+    lines += markdown_table("Mean rank per " + board.header.budget_unit, *rank_summary(board),
+                            across_notes(board))
     return "\n".join(lines) + "\n"
 
 
@@ -650,7 +738,7 @@ def to_latex(board: Board) -> str:
         lines += latex_table(title, table_header(board.header), table_rows(t),
                              table_notes(t), f"{board.header.experiment}: {title} "
                              f"({relation})") + [""]
-    lines += latex_table("Mean rank", *rank_summary(board))
+    lines += latex_table("Mean rank", *rank_summary(board), across_notes(board))
     return "\n".join(lines) + "\n"
 
 
@@ -667,7 +755,8 @@ def from_json(text: str) -> Board:
         raise ValueError(f"not a {SCHEMA} board: schema {data.get('schema')!r}")
     tables = [Table(**{**t, "rows": [Row(**r) for r in t["rows"]]}) for t in data["tables"]]
     return Board(Header(**data["header"]), tables,
-                 [MeanRank(**m) for m in data["mean_ranks"]])
+                 [MeanRank(**m) for m in data["mean_ranks"]],
+                 [Across(**a) for a in data.get("across", [])])
 
 
 def to_frame(board: Board) -> pd.DataFrame:

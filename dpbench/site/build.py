@@ -17,6 +17,7 @@ import pandas as pd
 from dpbench.report.frame import summarise
 from dpbench.report.leaderboard import (
     Board,
+    across_notes,
     header_lines,
     rank_summary,
     table_header,
@@ -194,7 +195,16 @@ def write_arena_page(page: Page, folder: Path, board: Board, frame: pd.DataFrame
              for row, m in zip(rank_rows, board.mean_ranks, strict=True)]
     write_trials(frame, page, folder)
     ranks_png = pngs.get("mean_ranks")
+    unit = board.header.budget_unit
+    cd_plots = [{"png": png.name, "pdf": png.with_suffix(".pdf").name,
+                 "caption": f"Critical-difference diagram, {unit} = {a.epsilon:g} "
+                            "(Demšar 2006): methods joined by a red bar do not differ.",
+                 "alt": f"Mean ranks of the methods at {unit} {a.epsilon:g} on an axis, "
+                        "groups within Nemenyi's critical difference joined"}
+                for a in board.across
+                if (png := pngs.get(f"critical_difference-{a.epsilon:g}")) is not None]
     return render("arena.html", folder / "index.html", **context, page=page,
+                  across_notes=across_notes(board), cd_plots=cd_plots,
                   unit=board.header.budget_unit, header_lines=header_lines(board.header),
                   header=table_header(board.header), datasets=datasets,
                   rank_header=rank_header, rank_rows=ranks,
