@@ -43,9 +43,18 @@ def fingerprint(specs: Sequence[TrialSpec], store: ResultStore, config: str,
     return h.hexdigest()
 
 
+#: top-level config keys that say how trials run, never what a figure shows (workers, the
+#: progress bar, SLURM's settings): left out of the digest, so ``runner.n_jobs=1`` draws
+#: nothing again
+NOT_DRAWN = ("runner",)
+
+
 def config_text(cfg: DictConfig) -> str:
-    """The code commit, the version and the composed config, as one text."""
-    return f"{commit()}\n{version_text()}\n{OmegaConf.to_yaml(cfg, resolve=True)}"
+    """The code commit, the version and the composed config (without :data:`NOT_DRAWN`),
+    as one text."""
+    drawn = {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items()
+             if k not in NOT_DRAWN}
+    return f"{commit()}\n{version_text()}\n{OmegaConf.to_yaml(OmegaConf.create(drawn))}"
 
 
 def report_inputs(cfg: DictConfig) -> list[Path]:

@@ -65,3 +65,17 @@ def test_the_site_copies_an_unchanged_figure_folder(drawn: Path) -> None:
     for name in ("mse_vs_eps.png", "mse_vs_eps.pdf", "claims.json"):
         assert (page / name).read_bytes() == (folder / name).read_bytes(), name
         assert (page / name).stat().st_mtime_ns == (folder / name).stat().st_mtime_ns, name
+
+
+def test_the_worker_count_redraws_nothing(drawn: Path) -> None:
+    """Issue 59, defect 4: ``runner.*`` (workers, progress bar) changes no figure, so
+    neither a figure folder nor a site page is drawn again for ``runner.n_jobs=1``."""
+    figures(drawn)
+    before = stamps(folder_of(drawn))
+    said = run_cli("figures", *GRID, "runner.n_jobs=1", f"results_dir={drawn}",
+                   check=True).stdout
+    assert "not drawn again" in said, said
+    assert stamps(folder_of(drawn)) == before
+    run_cli("site", *GRID, f"results_dir={drawn}", check=True)
+    said = run_cli("site", *GRID, "runner.n_jobs=1", f"results_dir={drawn}", check=True).stdout
+    assert ", 0 rebuilt," in said, said
