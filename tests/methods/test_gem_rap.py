@@ -305,6 +305,52 @@ def test_pretraining_is_one_cached_artifact_for_every_trial_and_eps(tmp_path) ->
                                np.random.default_rng(0))
 
 
+def _pretrained_answers(state: dict, qs: QuerySet, embedding_dim: int,
+                        hidden: list[int]) -> np.ndarray:
+    """Every answer over ``qs`` of the generator ``state`` holds, on the latents it holds,
+    built here from the network class (not through GEM's code), on one torch thread as a
+    fit runs."""
+    from dpbench.methods.query_release._gem_network import Generator
+    from dpbench.methods.query_release.gem import LATENTS
+    from dpbench.methods.query_release.relaxed import torch_session
+
+    with torch_session(np.random.default_rng(0)) as (_, dev):
+        g = Generator(embedding_dim, hidden, int(sum(qs.sizes)))
+        g.load_state_dict({k: torch.as_tensor(v) for k, v in state.items() if k != LATENTS})
+        rows = block_softmax(g(torch.as_tensor(state[LATENTS])), qs.sizes)
+        return AnswerPlan(qs, column_index(qs), dev)(rows)
+
+
+def test_gem_pub_fine_tunes_from_the_pretrained_latents_and_fresh_ones_differ() -> None:
+    # issue 62: the paper's method (the authors' gem.fakez = gem_pub.fakez) starts the
+    # private fine-tuning from the pre-trained generator as it was trained, latents included
+    from dpbench.methods.query_release.gem_pub import GEMPub, pretrain, public_queries
+    data = with_public()
+    model = GEMPub(T=2, **PUB)
+    state, info = pretrain(data.public, DOMAIN, data.n, model.params)
+    # the stored latents are the pre-training's: on them the stored weights answer the
+    # public workload with exactly the best error the pre-training recorded
+    pub = public_queries(DOMAIN, data.n, model.params)
+    on_public = _pretrained_answers(state, pub, 16, [32])
+    true_public = pub.answers(data.public[list(pub.attributes)])
+    assert float(np.max(np.abs(true_public - on_public))) == info["pretrain_best_max_error"]
+    # the fine-tuning's first answers, before any private step, are the pre-trained
+    # generator's on those latents, bit for bit (trial seed 1: the pre-training's seed is 0,
+    # and a trial generator seeded 0 would draw the very same fresh latents)
+    model.fit(data, Accountant(0.2, 1e-6, "zcdp"), np.random.default_rng(1))
+    want = _pretrained_answers(state, model.queries(data), 16, [32])
+    np.testing.assert_array_equal(model.initial_answers_, want)
+    # latents: fresh (the option) starts from the same weights on new latents
+    fresh = GEMPub(T=2, latents="fresh", **PUB)
+    fresh.fit(data, Accountant(0.2, 1e-6, "zcdp"), np.random.default_rng(1))
+    assert fresh.initial_answers_.shape == want.shape
+    assert float(np.max(np.abs(fresh.initial_answers_ - want))) > 1e-3
+    with pytest.raises(ValueError, match="latents='old' is unknown; valid: pretrained, "
+                                         "fresh") as err:
+        GEMPub(T=2, latents="old")
+    assert "\n" not in str(err.value)
+
+
 def test_rap_bun_steinke_option_spends_the_authors_smaller_rho() -> None:
     from dpbench.methods.query_release.rap import bun_steinke_rho
     n = 43_944

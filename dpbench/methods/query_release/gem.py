@@ -41,7 +41,9 @@ uses the batch's statistics, so other latents would define another distribution 
 one answered. Post-processing: no budget.
 
 ``init_state`` (GEM-Pub) starts from given parameters (a pre-trained generator) instead of
-the default initialisation; :mod:`~dpbench.methods.query_release.gem_pub` provides them.
+the default initialisation, and from given latent vectors (under the key :data:`LATENTS`)
+instead of a fresh draw; :mod:`~dpbench.methods.query_release.gem_pub` provides them. GEM's
+own start (None) draws both, as before.
 
 torch is imported by the methods that compute and the network lives in _gem_network.py,
 so that importing the class (as commands that only plan do) needs no torch.
@@ -85,6 +87,9 @@ if TYPE_CHECKING:
     from dpbench.methods.query_release._gem_network import Generator
 
 OUTPUT_WEIGHTS = ("ema", "last")
+#: the key of a start state's latent vectors (B x embedding_dim), beside the network's
+#: parameters (no parameter or buffer of the network has this name)
+LATENTS = "latents"
 
 
 def state_arrays(g: nn.Module) -> dict[str, NDArray]:
@@ -143,29 +148,41 @@ class GEM(RelaxedMethod):
 
     def generator(self, qs: QuerySet, rng: np.random.Generator, gen: torch.Generator,
                   dev: torch.device, start: Mapping[str, NDArray] | None = None
-                  ) -> tuple[Generator, Callable[[], torch.Tensor], torch.Tensor, AnswerPlan]:
-        """(G, rows, index, answer plan) over ``qs``'s domain: G initialised from ``rng``
-        (or loaded from ``start``), ``rows()`` its relaxed rows on B latent vectors drawn
-        once from ``gen`` (with the column of ones), the queries' column index and the
-        all-query answer plan."""
+                  ) -> tuple[Generator, Callable[[], torch.Tensor], torch.Tensor, AnswerPlan,
+                             torch.Tensor]:
+        """(G, rows, index, answer plan, z) over ``qs``'s domain: G initialised from ``rng``
+        (or loaded from ``start``'s parameters), ``rows()`` its relaxed rows (with the
+        column of ones) on the B latent vectors z (``start[LATENTS]`` when given, so a
+        pre-trained generator keeps the latents it was trained on; else drawn once from
+        ``gen``), the queries' column index and the all-query answer plan."""
         import torch
 
         p = self.params
         g = self.network(int(sum(qs.sizes)), rng).to(dev)
-        if start is not None:
+        start = {} if start is None else dict(start)
+        given = start.pop(LATENTS, None)
+        if start:
             g.load_state_dict({k: torch.as_tensor(v) for k, v in start.items()})
-        # not privacy noise: latents
-        z = torch.randn(p["batch_size"], p["embedding_dim"], generator=gen, device=dev)
+        if given is not None:
+            shape = (p["batch_size"], p["embedding_dim"])
+            if tuple(given.shape) != shape:
+                raise ValueError(f"start latents have shape {tuple(given.shape)}; the "
+                                 f"network wants {shape} (batch_size, embedding_dim)")
+            z = torch.as_tensor(given, dtype=torch.float32, device=dev)
+        else:
+            # not privacy noise: latents
+            z = torch.randn(p["batch_size"], p["embedding_dim"], generator=gen, device=dev)
         cols = column_index(qs)
 
         def rows() -> torch.Tensor:
             return with_ones(block_softmax(g(z), qs.sizes))
 
-        return g, rows, torch.as_tensor(cols, device=dev), AnswerPlan(qs, cols, dev)
+        return g, rows, torch.as_tensor(cols, device=dev), AnswerPlan(qs, cols, dev), z
 
     def init_state(self, data: TabularData, accountant: Accountant
                    ) -> Mapping[str, NDArray] | None:
-        """Parameters to start from (None: the default initialisation). GEM-Pub overrides."""
+        """Parameters (and optionally :data:`LATENTS`) to start from (None: the default
+        initialisation and fresh latents). GEM-Pub overrides."""
         del data, accountant
         return None
 
@@ -178,8 +195,9 @@ class GEM(RelaxedMethod):
         true = qs.answers(data.discrete)
         budget = self._begin(plan(accountant, data.n, p["T"], p["alpha"], p["selection"]))
         with torch_session(rng, p["device"]) as (gen, dev):
-            g, rows, index, all_answers = self.generator(qs, rng, gen, dev, start)
+            g, rows, index, all_answers, _ = self.generator(qs, rng, gen, dev, start)
             fake = all_answers(rows()[:, :-1])
+            self.initial_answers_ = fake      # before any private step (GEM-Pub's test)
             window = math.ceil(p["T"] / 2)
             ema: dict[str, torch.Tensor] | None = None
             err_ema: float | None = None
