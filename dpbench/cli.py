@@ -915,15 +915,26 @@ def _boards(overrides: Sequence[str], names: Sequence[str | None],
             out = Path(cfg.results_dir) / "leaderboard" / \
                 f"{cfg.experiment.name}-{cfg.profile.name}{custom_suffix(cfg)}"
             require_writable(out, cfg)
-            written += write_board(arena_board(cfg, store, specs, refused)[0], out)
+            boards = arena_boards(cfg, store, specs, refused)[0]
+            for i, (metric, board) in enumerate(boards.items()):
+                # the primary metric's board is the arena's; one folder per other metric
+                written += write_board(board, out if i == 0 else out / metric)
     return written, skipped
 
 
 def arena_board(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
                 refused: Sequence[RefusedCell]) -> tuple[Board, list[TrialSpec]]:
-    """The board of an arena grid from the store, and the specs it covers: the cells the
-    grid (``refused``) or the data (``preflight``) refuse are listed, not run."""
-    from dpbench.report.leaderboard import board_from_store
+    """The board of an arena grid on its primary metric (:func:`arena_boards`)."""
+    boards, specs = arena_boards(cfg, store, specs, refused)
+    return next(iter(boards.values())), specs
+
+
+def arena_boards(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
+                 refused: Sequence[RefusedCell]) -> tuple[dict[str, Board], list[TrialSpec]]:
+    """The boards of an arena grid from the store, one per rankable metric (the primary
+    first), and the specs they cover: the cells the grid (``refused``) or the data
+    (``preflight``) refuse are listed, not run."""
+    from dpbench.report.leaderboard import boards_from_store
 
     refused = list(refused)
     try:        # the cells the data refuse (the run listed them; they hold no record)
@@ -932,10 +943,11 @@ def arena_board(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
         print(f"note: {cfg.experiment.name}: the methods' data checks not run ({exc})")
     out_cells = {(r.dataset, r.method) for r in refused}
     specs = [s for s in specs if (s.dataset, s.method) not in out_cells]
-    board = board_from_store(specs, store, OmegaConf.to_container(cfg.experiment, resolve=True),
-                             profile=cfg.profile.name, delta=cfg.delta,
-                             trials=origin_text(cfg, specs), refused=refused)
-    return board, specs
+    boards = boards_from_store(specs, store,
+                               OmegaConf.to_container(cfg.experiment, resolve=True),
+                               profile=cfg.profile.name, delta=cfg.delta,
+                               trials=origin_text(cfg, specs), refused=refused)
+    return boards, specs
 
 
 def dispatch(args: argparse.Namespace,

@@ -50,7 +50,8 @@ def results_frame(specs: Sequence[TrialSpec], store: ResultStore,
                "method_family": _family_label(s), "epsilon": s.epsilon,
                "budget_unit": s.budget_unit, "delta": rec["privacy"]["target_delta"],
                "trial": s.trial, "n_train": rec.get("n_train"), "fit_s": rec["timing"]["fit_s"],
-               "wall_s": rec.get("wall_s"), "peak_rss_mb": rec.get("peak_rss_mb"),
+               "wall_s": rec.get("wall_s"), "cpu_s": rec.get("cpu_s"),
+               "peak_rss_mb": rec.get("peak_rss_mb"),
                "peak_mem_mb": rec.get("peak_mem_mb"),
                ASKED: asked[(s.dataset, s.method, s.epsilon)]}
         row.update(_scalars("dataset", s.dataset_params))

@@ -6,8 +6,9 @@ mean-rank plot).
 The rules, stated on every board:
 
 - a cell shows the mean ± s.e. of the primary metric over its ok trials
-  (``frame.mean_se``), its trials ok / asked, the median fit seconds and the median peak
-  RSS; a failed cell shows its error, a refused cell (one the arena cannot run) its reason;
+  (``frame.mean_se``), its trials ok / asked, the median fit seconds, the median CPU
+  seconds of a whole trial and the median peak RSS; a failed cell shows its error, a
+  refused cell (one the arena cannot run) its reason;
 - a method is *ranked* only where its mean beats the best baseline's mean (no baseline
   result: no bar); baselines and non-private references are shown, never ranked;
 - the ranked methods are compared pairwise, and each with the bar, by paired t-tests over
@@ -130,6 +131,10 @@ class Header:
     test: str
     commit: str
     budget_unit: str = "epsilon"
+    #: why the arena ranks on this metric (its yaml's ``metric_why``; "" for another board)
+    metric_why: str = ""
+    #: the arena's primary metric when this board ranks on another one
+    primary: str = ""
     baselines: list[str] = field(default_factory=list)
     references: list[str] = field(default_factory=list)
     versions: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -172,6 +177,8 @@ class Row:
     #: mean (``calibrate``); None: no calibration points or no mean
     as_good_as: float | None = None
     as_good_as_text: str = ""
+    #: median CPU seconds of a whole trial (data, fit and scoring), from the records
+    cpu_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -346,7 +353,8 @@ def cell_row(cell: Cell, facts: CellFacts, rows: pd.DataFrame, rules: Rules) -> 
     return Row(eps, dataset, facts.dataset_label, method, facts.method_label,
                rules.role(method), status, len(rows), facts.asked, n, finite(mean),
                finite(se), median(rows.get("fit_s")), median(rows.get("peak_rss_mb")),
-               note=cell_note(facts, len(rows), n, rules), trials_failed=facts.failed)
+               note=cell_note(facts, len(rows), n, rules), trials_failed=facts.failed,
+               cpu_s=median(rows.get("cpu_s")))
 
 
 def cell_note(facts: CellFacts, ok: int, n: int, rules: Rules) -> str:
@@ -583,30 +591,64 @@ def build_board(frame: pd.DataFrame, facts: Mapping[Cell, CellFacts], rules: Rul
 def board_from_store(specs: Sequence[TrialSpec], store: ResultStore,
                      experiment: Mapping[str, Any], *, profile: str, delta: Any, trials: str,
                      refused: Iterable[tuple[str, str, str]] = ()) -> Board:
-    """The board of an arena experiment (its composed ``experiment`` block) from the store:
-    the grid ``specs`` of ``profile``, its ``delta`` rule, ``trials`` (e.g. ``smoke profile,
-    2 trials per cell``) and the cells the arena refuses."""
+    """The board of an arena experiment (its composed ``experiment`` block) on its primary
+    metric (:func:`boards_from_store`'s first)."""
+    return next(iter(boards_from_store(specs, store, experiment, profile=profile,
+                                       delta=delta, trials=trials,
+                                       refused=refused).values()))
+
+
+def arena_metrics(experiment: Mapping[str, Any]) -> dict[str, bool]:
+    """The metrics an arena's boards rank on, with their direction: its yaml's ``metric``
+    (default: the task's primary) first, then the task's other rankable metrics."""
+    from dpbench.tasks import TASKS
+
+    task = TASKS[str(experiment["task"])]
+    ranked = task.ranked_metrics()
+    primary = str(experiment.get("metric") or task.primary)
+    if primary not in ranked:
+        raise ValueError(f"experiment.metric={primary!r} is not a rankable metric of task "
+                         f"{task.name!r}; valid: {', '.join(ranked)}")
+    return {primary: ranked[primary], **{m: h for m, h in ranked.items() if m != primary}}
+
+
+def boards_from_store(specs: Sequence[TrialSpec], store: ResultStore,
+                      experiment: Mapping[str, Any], *, profile: str, delta: Any,
+                      trials: str, refused: Iterable[tuple[str, str, str]] = ()
+                      ) -> dict[str, Board]:
+    """The boards of an arena experiment (its composed ``experiment`` block) from the store,
+    one per rankable metric (:func:`arena_metrics`, the primary first): the grid ``specs``
+    of ``profile``, its ``delta`` rule, ``trials`` (e.g. ``smoke profile, 2 trials per
+    cell``) and the cells the arena refuses. Each record is read once."""
     from dpbench.report.frame import results_frame
     from dpbench.report.privacy import alerts, group_note
     from dpbench.runner.grid import arena_roles
     from dpbench.tasks import TASKS
 
     name, task = str(experiment["name"]), TASKS[str(experiment["task"])]
+    metrics = arena_metrics(experiment)
+    primary = next(iter(metrics))
     roles = arena_roles()       # the method yamls' own roles, unless the experiment lists
-    rules = Rules(task.primary, task.higher_is_better,
-                  tuple(experiment.get("baselines")
-                        or [m for m, r in roles.items() if r == "baseline"]),
-                  tuple(experiment.get("references")
-                        or [m for m, r in roles.items() if r == "reference"]))
+    baselines = tuple(experiment.get("baselines")
+                      or [m for m, r in roles.items() if r == "baseline"])
+    references = tuple(experiment.get("references")
+                       or [m for m, r in roles.items() if r == "reference"])
     relation = str(experiment.get("relation") or "not stated")
     frame = results_frame(specs, store, name)
+    facts = cell_facts(specs, store, refused)
     unit = specs[0].budget_unit if specs else "epsilon"
-    header = Header(name, task.name, rules.metric, rules.higher_is_better, relation, str(delta),
-                    profile, trials, test_text(rules.alpha), commit(), unit,
-                    list(rules.baselines), list(rules.references), versions(specs, store),
-                    [*alerts(frame), *relation_alerts(frame, relation),
-                     *filter(None, [group_note(frame)])])
-    return build_board(frame, cell_facts(specs, store, refused), rules, header)
+    common = dict(versions=versions(specs, store),
+                  alerts=[*alerts(frame), *relation_alerts(frame, relation),
+                          *filter(None, [group_note(frame)])])
+    boards = {}
+    for metric, higher in metrics.items():
+        rules = Rules(metric, higher, baselines, references)
+        header = Header(name, task.name, metric, higher, relation, str(delta), profile,
+                        trials, test_text(rules.alpha), commit(), unit,
+                        str(experiment.get("metric_why") or "") if metric == primary else "",
+                        primary, list(baselines), list(references), **common)
+        boards[metric] = build_board(frame, facts, rules, header)
+    return boards
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -641,8 +683,8 @@ def table_header(header: Header) -> list[str]:
     """The columns of every (epsilon, dataset) table."""
     direction = "higher" if header.higher_is_better else "lower"
     return ["rank", "method", f"{header.metric} ({direction} is better)", "trials ok/asked",
-            "vs best (paired)", "as good as the reference on", "fit s (median)",
-            "peak RSS MB (median)", "Pareto", "note"]
+            "vs best (paired, Holm)", "as good as the reference on", "fit s (median)",
+            "trial CPU s (median)", "peak RSS MB (median)", "Pareto", "note"]
 
 
 def table_rows(t: Table) -> list[list[str]]:
@@ -652,7 +694,8 @@ def table_rows(t: Table) -> list[list[str]]:
                       r.se if r.se is not None else math.nan, 4),
              f"{r.trials_ok}/{r.trials_asked}", comparison_text(r),
              f"{r.as_good_as_text} of the rows" if r.as_good_as_text else "", fmt(r.fit_s),
-             fmt(r.peak_rss_mb), "yes" if r.pareto else "", r.note] for r in t.rows]
+             fmt(r.cpu_s), fmt(r.peak_rss_mb), "yes" if r.pareto else "", r.note]
+            for r in t.rows]
 
 
 def table_title(t: Table, header: Header) -> str:
@@ -704,9 +747,12 @@ def header_lines(h: Header) -> list[str]:
     """The header block: one statement a line."""
     vers = "; ".join(f"{lib} {', '.join(f'{v} ({n})' for v, n in vs.items())}"
                      for lib, vs in h.versions.items()) or "none recorded"
-    return [f"arena: {h.experiment}", f"task: {h.task}",
-            f"primary metric: {h.metric} ({'higher' if h.higher_is_better else 'lower'} "
-            "is better)",
+    direction = f"{'higher' if h.higher_is_better else 'lower'} is better"
+    metric = (f"ranked on: {h.metric} ({direction}); the arena's primary metric is "
+              f"{h.primary} (its board is the main one)" if h.primary and h.primary != h.metric
+              else f"primary metric: {h.metric} ({direction})"
+              + (f": {h.metric_why}" if h.metric_why else ""))
+    return [f"arena: {h.experiment}", f"task: {h.task}", metric,
             f"neighbouring relation: {RELATION_TEXT.get(h.relation, h.relation)} "
             f"({h.relation}), every cell", f"delta: {h.delta}", f"profile: {h.profile}",
             f"trials: {h.trials}", f"baselines: {', '.join(h.baselines) or 'none'}",

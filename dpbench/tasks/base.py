@@ -43,11 +43,23 @@ class Task:
     #: workload); the grid refuses a cell that differs, before any fit
     matched: Mapping[type, tuple[str, ...]] = field(
         default_factory=lambda: MappingProxyType({}))
+    #: the metrics a board may rank on, each with whether higher is better (the primary
+    #: always among them); others (a count, a training error) are never ranked
+    rankable: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
+
+    def ranked_metrics(self) -> dict[str, bool]:
+        """The rankable metrics with their direction, the primary first."""
+        return {self.primary: self.higher_is_better,
+                **{m: h for m, h in self.rankable.items() if m != self.primary}}
 
     def __post_init__(self) -> None:
         if self.primary not in self.metrics:
             raise ValueError(f"task {self.name!r}: primary metric {self.primary!r} is not "
                              f"among its metrics {self.metrics}")
+        unknown = sorted(set(self.rankable) - set(self.metrics))
+        if unknown:
+            raise ValueError(f"task {self.name!r}: rankable metrics {unknown} are not among "
+                             f"its metrics {self.metrics}")
 
     @property
     def kinds(self) -> tuple[type, ...]:

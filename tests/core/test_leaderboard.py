@@ -350,3 +350,38 @@ def test_friedman_and_critical_difference_against_known_values() -> None:
     assert f.cd == pytest.approx(2.569 * math.sqrt(4 * 5 / 18), rel=1e-3)
     assert dataset_ranks({"a": 0.1, "b": 0.1, "c": 0.3, "x": None, "y": None}, False) == {
         "a": 1.5, "b": 1.5, "c": 3.0, "x": 4.5, "y": 4.5}
+
+
+def test_a_board_per_rankable_metric_the_arenas_own_first() -> None:
+    assert list(lb.arena_metrics({"task": "query_release"})) == ["max_error", "mean_error",
+                                                                 "rmse"]
+    assert lb.arena_metrics({"task": "query_release", "metric": "mean_error"}) == {
+        "mean_error": False, "max_error": False, "rmse": False}
+    assert lb.arena_metrics({"task": "classification"}) == {"auc": True, "accuracy": True}
+    with pytest.raises(ValueError, match="experiment.metric='n_queries' is not a rankable "
+                                         "metric of task 'query_release'; valid: max_error"):
+        lb.arena_metrics({"task": "query_release", "metric": "n_queries"})
+
+
+def test_every_arena_yaml_names_its_metric_and_why() -> None:
+    from dpbench.runner.grid import choices, load_entry
+
+    arenas = [n for n in choices("experiment") if load_entry("experiment", n)
+              .get("experiment", {}).get("arena")]
+    assert arenas
+    for name in arenas:
+        exp = load_entry("experiment", name)["experiment"]
+        assert exp.get("metric") and len(str(exp.get("metric_why", ""))) > 40, name
+        assert next(iter(lb.arena_metrics(exp))) == exp["metric"]
+
+
+def test_boards_from_store_share_one_reading(board, tmp_path: Path) -> None:
+    b, specs = board
+    # the regression task ranks mse only: one board, the same as board_from_store's
+    store = ResultStore(tmp_path / "s")
+    for s in specs[:12]:
+        store.put(record(s))
+    boards = lb.boards_from_store(specs[:12], store, EXPERIMENT, profile="smoke",
+                                  delta=1e-5, trials="t")
+    assert list(boards) == ["mse"] and boards["mse"].header.primary == "mse"
+    assert "primary metric: mse (lower is better)" in lb.header_lines(boards["mse"].header)
