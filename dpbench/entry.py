@@ -20,7 +20,8 @@ COMMANDS = [("run", "run (or resume) an experiment's grid"),
             ("compact", "write the store as one parquet file"),
             ("leaderboard", "build the boards of the arena experiments"),
             ("site", "build the static results site (results/site/index.html)"),
-            ("list", "experiments, methods and datasets, with what each serves")]
+            ("list", "experiments, methods and datasets, with what each serves"),
+            ("audit", "empirical lower bound on a mechanism's epsilon (conf/audit/)")]
 
 
 class _Version(argparse.Action):
@@ -46,6 +47,10 @@ def parser() -> argparse.ArgumentParser:
             s.add_argument("what", nargs="*", default=["experiments", "methods", "datasets"],
                            help="experiments, methods and/or datasets (default: all three)")
             continue
+        if name == "audit":
+            s.add_argument("overrides", nargs="*", help="method=<name> (or all), eps=, "
+                           "samples=, delta=, alpha=, seed=, progress=true|false")
+            continue
         s.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. experiment=linreg_adult")
         if name == "status":
             s.add_argument("--versions", action="store_true",
@@ -70,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from dpbench.cli import dispatch
 
-    return dispatch(args, {"site": _site})
+    return dispatch(args, {"site": _site, "audit": _audit})
 
 
 def _site(overrides: Sequence[str]) -> int:
@@ -78,6 +83,13 @@ def _site(overrides: Sequence[str]) -> int:
     from dpbench.site.command import cmd_site
 
     return cmd_site(overrides)
+
+
+def _audit(overrides: Sequence[str]) -> int:
+    """``dpbench audit`` (its module imported only for this command)."""
+    from dpbench.audit.command import cmd_audit
+
+    return cmd_audit(overrides)
 
 
 if __name__ == "__main__":
