@@ -210,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true",
                         help="show every child's output, not only an error's")
     opts = parser.parse_args(argv)
+    began = time.monotonic()
     console = Console(highlight=False, soft_wrap=True)
     catalogue = opts.catalogue.resolve() if opts.catalogue else None
 
@@ -272,7 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     errors = [o.id for o in outcomes if o.status == ERROR]
     console.print(f"caught {caught} of {len(outcomes)}"
                   + (f"; missed: {', '.join(missed)}" if missed else "")
-                  + (f"; error: {', '.join(errors)}" if errors else ""))
+                  + (f"; error: {', '.join(errors)}" if errors else "")
+                  + f" ({time.monotonic() - began:.0f} s in all, {opts.jobs} jobs)")
     return 0 if caught == len(outcomes) else 1
 
 
