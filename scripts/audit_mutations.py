@@ -98,6 +98,8 @@ def child_env(tmp: Path, mutation_id: str | None, catalogue: Path | None) -> dic
     env.pop(hook.REPORT_ENV, None)
     if mutation_id:
         env[hook.ENV] = mutation_id
+        (tmp / "report").mkdir(exist_ok=True)      # gone with tmp, even if the child is killed
+        env[hook.REPORT_ENV] = str(tmp / "report")
     if catalogue:
         env[hook.CATALOGUE_ENV] = str(catalogue)
     env["PYTHONPATH"] = os.pathsep.join(

@@ -32,12 +32,12 @@ def _start() -> None:
     """Install the hook (now, at plugin import) and prepare the subprocesses' environment."""
     if not os.environ.get(hook.ENV, "").strip():
         return
-    if not os.environ.get(hook.REPORT_ENV):
+    mutation = hook.find(os.environ[hook.ENV].strip())      # an unknown id stops pytest here
+    _state["mutation"] = mutation
+    if not os.environ.get(hook.REPORT_ENV):                  # the runner gives its own
         folder = tempfile.mkdtemp(prefix="dpbench-mutation-")
         os.environ[hook.REPORT_ENV] = folder
         _state["own_report"] = folder
-    mutation = hook.find(os.environ[hook.ENV].strip())
-    _state["mutation"] = mutation
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     extra = [p for p in (str(SITE), str(SITE.parent)) if p not in paths]
     os.environ["PYTHONPATH"] = os.pathsep.join([*extra, *filter(None, paths)])
