@@ -11,6 +11,7 @@ it names them instead of averaging the remaining trials silently.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,18 +39,79 @@ def cells_of(shortfalls: Sequence[Shortfall], fig: Mapping[str, Any], unit: str)
     return [s.text(unit) for s in keep]
 
 
+#: the stem of the figures and tables of the methods no figure of the experiment shows
+OTHER_METHODS = "other_methods"
+
+
+def selects(fig: Mapping[str, Any], ident: str) -> bool:
+    """Does figure spec ``fig`` show method id ``ident``? By the keys its kind selects
+    methods with (``methods``, ``method``, ``panels``, ``columns``, ``keep``); a kind that
+    selects none shows every method."""
+    kind, name = fig.get("kind"), method_name(ident)
+    listed = [str(m) for m in fig.get("methods") or []]
+    if kind == "histogram":
+        return fig.get("method") in (ident, name)
+    if kind == "function_approx" and fig.get("panels"):
+        return any(ident in (p.get("methods") or []) for p in fig["panels"])
+    if kind == "paper_table":
+        if listed and ident not in listed:
+            return False
+        columns = fig.get("columns") or []
+        if columns and all(c.get("method") and not c.get("others") for c in columns):
+            return any(c["method"] in (ident, name) for c in columns)
+        keep = fig.get("keep")
+        return not keep or ident in keep or name in keep
+    return not listed or ident in listed or name in listed
+
+
+def unshown(methods: Sequence[str], figures: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The method ids of ``methods`` that none of ``figures`` shows (:func:`selects`)."""
+    return [m for m in methods if not any(selects(f, m) for f in figures)]
+
+
+def other_methods(frame: pd.DataFrame, figures: Sequence[Mapping[str, Any]]
+                  ) -> tuple[list[str], list[dict[str, Any]]]:
+    """The methods of ``frame`` that no figure shows (a method added to a paper's line-up
+    on the command line, e.g. MST-Synth beside MWEM and PEP) and the figure specs that show
+    them: ``metric_vs_eps`` of each metric the experiment's figures plot (else the task's
+    first), ``other_methods[_<metric>]``, so a method that ran is never left out of every
+    table. Empty for an experiment whose figures show each of its methods."""
+    methods = list(dict.fromkeys(frame["method"])) if "method" in frame else []
+    left = unshown(methods, figures)
+    if not left:
+        return [], []
+    metrics: list[str] = []
+    for fig in figures:
+        for m in [fig.get("metric"), *(fig.get("metrics") or [])]:
+            if isinstance(m, str) and m in frame and m not in metrics:
+                metrics.append(m)
+    metrics = metrics or [m for m in frame.attrs.get("metrics", []) if m in frame][:1]
+    first = figures[0] if figures else {}
+    return left, [{"kind": "metric_vs_eps", "metric": m, "methods": left,
+                   "name": OTHER_METHODS if len(metrics) == 1 else f"{OTHER_METHODS}_{m}",
+                   "title": f"{first.get('title') or 'experiment'}: methods in none of its "
+                            "figures"}
+                  for m in metrics]
+
+
 def build_figures(frame: pd.DataFrame, figures: Sequence[Mapping[str, Any]], out: Path,
                   shortfalls: Sequence[Shortfall] = ()) -> list[Path]:
-    """Every figure / table of the experiment, each by its kind's builder."""
+    """Every figure / table of the experiment, each by its kind's builder; then those of
+    the methods none of them shows (:func:`other_methods`), from their rows only."""
     from dpbench.report.kinds import KINDS
 
     unit = budget_unit(frame)
     paths: list[Path] = []
-    for fig in figures:
+    left, extra = other_methods(frame, figures)
+    if left:
+        print(f"note: {', '.join(left)} in none of the experiment's figures: shown in "
+              f"{', '.join(f['name'] for f in extra)}", file=sys.stderr)
+    for i, fig in enumerate([*figures, *extra]):
         check_figure(fig)
         kind = fig["kind"]
+        rows = frame[frame["method"].isin(fig["methods"])] if i >= len(figures) else frame
         with incomplete_cells(cells_of(shortfalls, fig, unit)):
-            paths += KINDS[kind](frame, dict(fig), out)
+            paths += KINDS[kind](rows, dict(fig), out)
     return paths
 
 
