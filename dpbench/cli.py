@@ -757,6 +757,15 @@ def report_inputs(cfg: DictConfig, specs: Sequence[TrialSpec]
         print(f"{cfg.experiment.name} ({cfg.profile.name} profile): {len(short)} cell(s) "
               "hold fewer trials than the grid asks; the figures and tables mark them",
               file=sys.stderr)
+    if not frame.empty:
+        from dpbench.report.build import finite_shortfalls
+
+        missing = finite_shortfalls(frame, figure_specs(cfg))
+        if missing:
+            print(f"{cfg.experiment.name} ({cfg.profile.name} profile): {len(missing)} "
+                  "cell(s) hold trials without a finite value of "
+                  f"{', '.join(sorted({m.metric for m in missing}))}; the figures, tables "
+                  "and claims mark them", file=sys.stderr)
     return frame, short
 
 

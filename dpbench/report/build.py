@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from dpbench.report.figure_keys import COMMON_KEYS, check_figure  # noqa: F401 (re-exported)
-from dpbench.report.frame import Shortfall, method_name
+from dpbench.report.frame import Shortfall, method_name, missing_values
 from dpbench.report.privacy import alerts, budget_note, neighbours_note
 from dpbench.report.render import incomplete_cells, provenance
 
@@ -32,11 +32,32 @@ def budget_unit(frame: pd.DataFrame) -> str:
 
 def cells_of(shortfalls: Sequence[Shortfall], fig: Mapping[str, Any], unit: str) -> list[str]:
     """The texts of the incomplete cells a figure shows: those of its ``methods`` (ids or
-    names) if it lists any, else all."""
+    names) if it lists any, else all; a cell short of a metric's values only where the
+    figure draws that metric (:func:`figure_metrics`)."""
     methods = fig.get("methods")
+    drawn = set(figure_metrics([fig]))
     keep = [s for s in shortfalls
-            if not methods or s.method in methods or method_name(s.method) in methods]
+            if (not methods or s.method in methods or method_name(s.method) in methods)
+            and (s.metric is None or s.metric in drawn)]
     return [s.text(unit) for s in keep]
+
+
+def figure_metrics(figures: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The metric columns ``figures`` draw (``metric``, ``metrics``, ``reference``,
+    ``columns[].metric``), in order, each once."""
+    out: list[str] = []
+    for fig in figures:
+        names = [fig.get("metric"), *(fig.get("metrics") or []), fig.get("reference"),
+                 *(c.get("metric") for c in fig.get("columns") or [] if isinstance(c, Mapping))]
+        out += [n for n in names if isinstance(n, str) and n not in out]
+    return out
+
+
+def finite_shortfalls(frame: pd.DataFrame, figures: Sequence[Mapping[str, Any]]
+                      ) -> list[Shortfall]:
+    """The cells short of finite values of a metric the figures draw (``frame.
+    missing_values``): marked in those figures, in the claims and on the site page."""
+    return missing_values(frame, [m for m in figure_metrics(figures) if "{" not in m])
 
 
 #: the stem of the figures and tables of the methods no figure of the experiment shows
@@ -134,6 +155,7 @@ def build_report(frame: pd.DataFrame, experiment: Mapping[str, Any],
     relation, a budget not given as epsilon, any under-stated spend or unprotected rows:
     ``report.privacy``) are stated on every one of them."""
     stated = "; ".join(filter(None, [origin, budget_note(frame), neighbours_note(frame)]))
+    short = [*shortfalls, *finite_shortfalls(frame, figures)]
     with provenance(stated or None, alerts(frame)):
-        return (build_figures(frame, figures, out, shortfalls)
-                + build_claims(frame, experiment, out, shortfalls))
+        return (build_figures(frame, figures, out, short)
+                + build_claims(frame, experiment, out, short))

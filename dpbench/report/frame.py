@@ -96,11 +96,39 @@ class Shortfall:
     epsilon: float
     stored: int
     asked: int
+    metric: str | None = None     # short of finite values of this metric, not of records
 
     def text(self, unit: str = "epsilon") -> str:
-        """``<dataset> / <method> / epsilon=1: 1 of 2 trials``."""
+        """``<dataset> / <method> / epsilon=1: 1 of 2 trials`` (``... trials with a finite
+        mse`` for a shortfall of values)."""
         return (f"{self.dataset_label} / {self.method_label} / {unit}={self.epsilon:g}: "
-                f"{self.stored} of {self.asked} trials")
+                f"{self.stored} of {self.asked} trials"
+                + (f" with a finite {self.metric}" if self.metric else ""))
+
+
+def missing_values(frame: pd.DataFrame, metrics: Sequence[str]) -> list[Shortfall]:
+    """Per metric of ``metrics``, the cells whose ok trials hold fewer finite values of it
+    than the grid asks while some trial of the cell holds a null or NaN (the cells short of
+    records are :func:`shortfalls`'); only for methods that report the metric (a finite
+    value in some trial of theirs: a metric a method never computes is not missing). A
+    mean over such a cell averages fewer values than the grid asks, so it is marked."""
+    out: list[Shortfall] = []
+    if frame.empty or ASKED not in frame:
+        return out
+    for metric in metrics:
+        if metric not in frame:
+            continue
+        finite = pd.Series(np.isfinite(pd.to_numeric(frame[metric], errors="coerce")
+                                       .to_numpy(dtype=float)), index=frame.index)
+        reports = finite.groupby(frame["method"]).transform("any")
+        part = frame[reports].assign(_finite=finite[reports])
+        cells = part.groupby([*KEYS, "dataset_label", "method_label"], sort=False).agg(
+            n=("_finite", "sum"), rows=("_finite", "size"), asked=(ASKED, "max"))
+        for (_d, m, e, dl, ml), c in cells.iterrows():
+            if c["n"] < c["rows"] and c["n"] < c["asked"]:
+                out.append(Shortfall(str(dl), str(m), str(ml), float(e), int(c["n"]),
+                                     int(c["asked"]), metric))
+    return out
 
 
 def _grid_cells(specs: Sequence[TrialSpec]) -> dict[tuple[str, str, float], set[str]]:

@@ -83,11 +83,15 @@ def build_page(cfg: DictConfig, store: ResultStore, out: Path, fp: str) -> Page:
 
         paths = write_board(board, folder)
     frame, short = cli.report_inputs(cfg, specs)
+    marked = short
     prov, status = provenance(specs, store, profile, origin)
     ok, failed = counts(status)
     if not arena:
+        from dpbench.report.build import finite_shortfalls
+
         experiment = OmegaConf.to_container(cfg.experiment, resolve=True)
         figures = cli.figure_specs(cfg)
+        marked = [*short, *finite_shortfalls(frame, figures)]   # the page lists both
         paths = reused_figures(cfg, specs, store, folder)
         if paths is None and not frame.empty:
             from dpbench.report.build import build_report
@@ -97,7 +101,7 @@ def build_page(cfg: DictConfig, store: ResultStore, out: Path, fp: str) -> Page:
     page = Page(ARENA if arena else EXPERIMENT, name, profile,
                 None if arena else cfg.experiment.get("paper"), description("experiment", name),
                 f"{name}-{profile}", ok, len(specs), failed,
-                [s.text(build.unit_of(frame)) for s in short],
+                [s.text(build.unit_of(frame)) for s in marked],
                 claim_counts(folder / "claims.json"),
                 alerts(frame) if not frame.empty else [],
                 [n for n in (budget_note(frame), neighbours_note(frame)) if n]

@@ -273,7 +273,10 @@ def _compare_cells(spec: Compare, ctx: Context) -> Iterator[tuple]:
         rows = rows[[in_group(m, method) for m in rows["method"]]]
         if rows.empty:
             return None
-        return rows.loc[(sign * rows["mean"]).idxmax()]   # the best point of a group
+        finite = rows[rows["n"] > 0]        # a cell whose trials hold no finite value
+        if finite.empty:                    # has no mean: its row says so (SKIP)
+            return rows.iloc[0]
+        return finite.loc[(sign * finite["mean"]).idxmax()]   # the best point of a group
 
     for dataset in sorted(s["dataset"].unique()):
         for eps in sorted(s.loc[s["dataset"] == dataset, "epsilon"].unique()):
@@ -291,6 +294,9 @@ def _compare(spec: Compare, ctx: Context,
     for dataset, eps, a, b, metric, sign in _compare_cells(spec, ctx):
         if a is None or b is None:
             ok, numbers = None, f"no results for {spec.a[0] if a is None else spec.b[0]}"
+        elif a["n"] == 0 or b["n"] == 0:
+            ok, numbers = None, (f"no finite {metric.upper()} for "
+                                 f"{(a if a['n'] == 0 else b)['method']}")
         else:
             ok, extra = test(a, b, sign)
             numbers = f"{metric.upper()} {_fmt(a['mean'])} vs {_fmt(b['mean'])}{extra}"
