@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from dpbench import compile_cache
-from dpbench.data.files import DataError
+from dpbench.data.files import DataError, MissingDownload
 from dpbench.report.fingerprint import (
     FINGERPRINT_FILE,
     config_text,
@@ -263,8 +263,11 @@ def preflight(specs: Sequence[TrialSpec], *, collect: bool = False,
         try:
             split = import_object(first.dataset_target)(rng=np.random.default_rng(0),
                                                          **first.dataset_params)
+        except MemoryError as exc:       # a size no check caught: one line, no traceback
+            raise UserError(f"dataset {first.dataset!r} does not fit in memory ({exc}); "
+                            "lower its number of rows") from None
         except (DataError, ValueError, TypeError, FileNotFoundError) as exc:
-            if unloaded is not None and not collect:
+            if unloaded is not None and not collect and isinstance(exc, MissingDownload):
                 unloaded.append(f"{first.dataset!r} ({' '.join(str(exc).split())})")
                 continue
             if not collect:

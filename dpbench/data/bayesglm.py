@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpbench.data.base import Split, TabularData
-from dpbench.data.files import read_csv
+from dpbench.data.files import check_fits_memory, read_csv
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,6 +48,7 @@ def synthetic_glm(*, rng: np.random.Generator, glm: str = "logistic", n: int = 1
     th = np.asarray(theta, dtype=float)
     if th.ndim != 1 or th.size < 1:
         raise ValueError(f"theta={theta!r} must be a non-empty list of numbers")
+    check_fits_memory(2 * (n + n_test), th.size + 1, f"n={n:,}, n_test={n_test:,}")
     Sigma = random_covariance(th.size, cov_trace, cov_seed)
     L = np.linalg.cholesky(Sigma)
 

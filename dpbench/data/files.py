@@ -25,6 +25,27 @@ class DataError(ValueError):
     """A data file is missing, corrupted or malformed (message is one line)."""
 
 
+class MissingDownload(DataError):
+    """A dataset the user downloads (or supplies) is not there yet: the message says what to
+    fetch and where to put it. ``plan`` prices such a dataset's cells unchecked; ``run``
+    refuses them."""
+
+
+def check_fits_memory(rows: int, columns: int, what: str) -> None:
+    """Refuse (one-line ValueError) a table of ``rows`` x ``columns`` float64 values larger
+    than this machine's memory, before it is allocated (an absurd ``n`` in a sweep would
+    otherwise fail deep inside numpy or be killed by the kernel)."""
+    need = rows * columns * 8
+    try:
+        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    if need > have:
+        raise ValueError(f"{what}: {rows:,} rows x {columns} columns need {need / 2**30:,.1f} "
+                         f"GiB, more than this machine's {have / 2**30:,.1f} GiB of memory; "
+                         "lower the number of rows")
+
+
 def data_root() -> Path:
     """``$DPBENCH_DATA_DIR`` or the repository's ``data/`` folder."""
     env = os.environ.get("DPBENCH_DATA_DIR")

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpbench.data.base import Split, TabularData
+from dpbench.data.files import check_fits_memory
 
 
 def log1p_exp_neg(x: NDArray) -> NDArray:
@@ -55,6 +56,7 @@ def function_grid(*, rng: np.random.Generator, function: str, lower: float = -5.
     if int(n_grid) < 2 or int(degree) < 0:
         raise ValueError(f"need n_grid >= 2 and degree >= 0; got n_grid={n_grid!r}, "
                          f"degree={degree!r}")
+    check_fits_memory(int(n_grid), int(degree) + 2, f"n_grid={int(n_grid):,}")
     x = np.linspace(float(lower), float(upper), int(n_grid))
     X, y = monomial_basis(x, int(degree)), f(x)
     grid = TabularData(

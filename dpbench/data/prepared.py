@@ -22,7 +22,7 @@ import numpy as np
 
 from dpbench.data.base import Split
 from dpbench.data.discrete import load_discrete
-from dpbench.data.files import DataError, data_root
+from dpbench.data.files import DataError, MissingDownload, data_root
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,9 +42,9 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def missing_raw(name: str, what: str, url: str, path: Path) -> DataError:
+def missing_raw(name: str, what: str, url: str, path: Path) -> MissingDownload:
     """One-line error: what to download and where to put it."""
-    return DataError(f"dataset {name!r} is not vendored: put {what} from {url} at {path}, or "
+    return MissingDownload(f"dataset {name!r} is not vendored: put {what} from {url} at {path}, or "
                      f"run `{PREPARE_CMD} {name} --download` where the network is reachable")
 
 

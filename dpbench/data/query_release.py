@@ -38,7 +38,7 @@ import numpy as np
 from dpbench.data.base import Split, TabularData
 from dpbench.data.discrete import check_codes, read_discrete
 from dpbench.data.encoding import build_encoding, feature_bound
-from dpbench.data.files import DataError, data_root, read_bytes
+from dpbench.data.files import DataError, MissingDownload, data_root, read_bytes
 from dpbench.data.prepared import check_pinned
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def _read_extract(base: Path, file: str, domain_file: str,
 
     missing = [f for f in (file, domain_file) if not (base / f).exists()]
     if missing:
-        raise DataError(f"{extract}; put {' and '.join(missing)} in {base}/")
+        raise MissingDownload(f"{extract}; put {' and '.join(missing)} in {base}/")
     for f in (file, domain_file):
         check_pinned(base / f)
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpbench.data.base import Split, TabularData
+from dpbench.data.files import check_fits_memory
 
 
 def linear_regression(*, rng: np.random.Generator, n: int = 1000, d: int = 5,
@@ -27,6 +28,7 @@ def linear_regression(*, rng: np.random.Generator, n: int = 1000, d: int = 5,
         raise ValueError(f"need n, d, n_test >= 1; got n={n}, d={d}, n_test={n_test}")
     if not x_upper >= 1.0:
         raise ValueError(f"x_upper={x_upper!r} must be >= 1 (the data lie in [0, 1])")
+    check_fits_memory(n + n_test, d + 1, f"n={n:,}, n_test={n_test:,}, d={d}")
     beta_rng = rng if beta_seed is None else np.random.default_rng(beta_seed)
     beta = beta_rng.uniform(beta_low, beta_high, size=d)
     if y_range is not None:

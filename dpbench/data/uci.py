@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dpbench.data.base import Encoding, Split, TabularData
-from dpbench.data.files import DataError, data_root, read_csv
+from dpbench.data.files import DataError, MissingDownload, data_root, read_csv
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,7 +97,7 @@ def download_member(name: str, *, timeout: float = 30.0) -> bytes:
             with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310
                 blob = resp.read()
         except OSError as exc:
-            raise DataError(f"dataset {name!r} is not vendored and downloading {url} failed "
+            raise MissingDownload(f"dataset {name!r} is not vendored and downloading {url} failed "
                             f"({exc}); offline? put the zip at {cache}") from None
         cache.parent.mkdir(parents=True, exist_ok=True)
         cache.write_bytes(blob)

@@ -106,10 +106,22 @@ def check_settings(cfg: DictConfig) -> None:
         raise ConfigError(f"unknown top-level key {stray[0]!r}; valid: {', '.join(valid)}")
     runner = cfg.get("runner")
     if runner is not None and "n_jobs" in runner:
-        n = runner.n_jobs
-        if isinstance(n, bool) or not isinstance(n, int) or not (n >= 1 or n == -1):
+        n, most = runner.n_jobs, max_workers()
+        if isinstance(n, bool) or not isinstance(n, int) or not (1 <= n <= most or n == -1):
             raise ConfigError(f"runner.n_jobs={n!r} is invalid: it must be a whole number "
-                              ">= 1 (worker processes) or -1 (one per core)")
+                              f"from 1 to {most} (worker processes; at most "
+                              f"{WORKERS_PER_CORE} per core of this machine's "
+                              f"{os.cpu_count() or 1}) or -1 (one per core)")
+
+
+#: local worker processes allowed per core: more only queue on the cores and multiply the
+#: memory (runner.n_jobs=100000 would fork until the machine stops)
+WORKERS_PER_CORE = 4
+
+
+def max_workers() -> int:
+    """The most local worker processes ``runner.n_jobs`` may ask for on this machine."""
+    return WORKERS_PER_CORE * (os.cpu_count() or 1)
 
 
 #: the most trials one grid may expand to (the largest shipped grid has under 100,000): a
@@ -566,6 +578,8 @@ def expand_cells(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
             if problem is None:
                 problem = params_mismatch(TASKS[task], m, profile, task_params[d.name])
             cell_relation, mparams = None, m.params(profile)
+            if arena:       # a method's arena settings (its yaml's ``arena_params``)
+                mparams = {**mparams, **(m.entry.get("arena_params") or {})}
             if problem is None and relation is not None:
                 problem, cell_relation, mparams = relation_problem(m.entry, mparams, relation)
             if problem and not arena:

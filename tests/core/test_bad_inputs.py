@@ -89,6 +89,13 @@ CASES = [
     ("run", [E, "runner.n_jobs=-2"], "n_jobs"),
     ("run", [E, "runner.n_jobs=1.5"], "n_jobs"),
     ("run", [E, "runner.n_jobs=abc"], "n_jobs"),
+    # issue 59, defect 7: absurd sizes, refused by run and plan alike before any work
+    ("run", [E, "runner.n_jobs=100000"], "runner.n_jobs=100000"),
+    ("plan", [E, "runner.n_jobs=100000"], "runner.n_jobs=100000"),
+    ("run", ["experiment=binagg_ci", "profile=smoke", "dataset_sweep={n:[1000000000000]}",
+             "methods=[binagg_sim]", "trials=1"], "1,000,000,000,000"),
+    ("plan", ["experiment=binagg_ci", "profile=smoke", "dataset_sweep={n:[1000000000000]}",
+              "methods=[binagg_sim]", "trials=1"], "1,000,000,000,000"),
     ("run", [E, "runner=slurm", "runner.mem_gb=-1"], "mem_gb"),
     ("run", [E, "runner=slurm", "runner.timeout_min=0"], "timeout_min"),
     # sweeps and parameters

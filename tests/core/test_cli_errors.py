@@ -68,13 +68,14 @@ def test_missing_data_file_names_the_file(seeded: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     shutil.copytree(REPO / "data" / "ddssp_adult", data / "ddssp_adult")
     (data / "ddssp_adult" / "adult.csv.gz").unlink()
-    proc = run_cli("plan", "experiment=linreg_adult", f"results_dir={seeded}",
-                   env={"DPBENCH_DATA_DIR": str(data)})
-    assert proc.returncode == 0  # plan does no data work
-    proc = run_cli("run", "experiment=linreg_adult", "profile=smoke", "trials=3",
-                   f"results_dir={seeded}", env={"DPBENCH_DATA_DIR": str(data)})
-    assert proc.returncode == 2 and "adult.csv.gz" in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1
+    lines = {}
+    for command in ("plan", "run"):     # plan checks the data as run does (issue 59)
+        proc = run_cli(command, "experiment=linreg_adult", "profile=smoke", "trials=3",
+                       f"results_dir={seeded}", env={"DPBENCH_DATA_DIR": str(data)})
+        assert proc.returncode == 2 and "adult.csv.gz" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+        lines[command] = proc.stderr
+    assert lines["plan"] == lines["run"]
 
 
 def test_default_experiment_and_paper_form_compose() -> None:
