@@ -915,6 +915,9 @@ def _boards(overrides: Sequence[str], names: Sequence[str | None],
                                   *([] if profile is None else [f"profile={profile}"])])
             specs, refused = arena_grid(cfg, data=False)
             store = store_of(cfg)
+            names = trial_names(specs)      # damaged records: named and moved aside, as run
+            for line in set_aside(store, store.damaged(names), names).values():
+                print(line, file=sys.stderr)
             held = sum(store.status(s.key) == OK for s in specs)
             why = "no ok trial stored" if not held else None
             if held and profile is not None and held < len(specs) \

@@ -406,3 +406,23 @@ def test_another_machines_lease_blocks_until_its_expiry(clean: Path, tmp_path: P
     started = datetime.fromisoformat(stored_records(results)[live_key]["started_at"]).timestamp()
     assert started >= expires, (started, expires)  # it waited for the live lease's expiry
     assert _results(results) == _results(clean)
+
+
+ARENA = ["experiment=arena_regression", "profile=smoke", "methods=[mean,adassp]",
+         "runner.progress=false"]
+
+
+def test_leaderboard_names_and_quarantines_a_damaged_record(tmp_path: Path) -> None:
+    """Issue 59, defect 8: ``leaderboard`` treats a damaged record as ``run`` and
+    ``figures`` do (named, moved to the quarantine, its trial counted as missing), instead
+    of skipping it silently."""
+    results = tmp_path / "results"
+    run_cli("run", *ARENA, f"results_dir={results}", check=True)
+    store = ResultStore(results / "store")
+    path = store.path(sorted(stored_records(results))[0])
+    data = _damage(path, "json list")
+    proc = run_cli("leaderboard", *ARENA, f"results_dir={results}")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"damaged record {path}" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    (entry,) = store.quarantined()
+    assert entry.path.read_bytes() == data
