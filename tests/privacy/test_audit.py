@@ -154,7 +154,8 @@ def test_method_yaml_costs_what_its_ledger_says(method: str) -> None:
 
 #: one yaml per (class, mechanism) whose class has its own analysis for another relation
 #: (``Method.relations``): audited again under each such relation
-OTHER_RELATIONS = ("aim_tstr", "ddssp_logistic", "mst_synth", "independent")
+OTHER_RELATIONS = ("aim_tstr", "ddssp_logistic", "mst_synth", "independent", "ssp", "adassp",
+                   "mean")
 
 
 def _relations(method: str) -> list[str]:
@@ -320,3 +321,16 @@ def test_audit_fails_the_old_dpsgd_iyengar_rdp_setting(monkeypatch: pytest.Monke
     problems = audit(trace, ledger.summary(), model.neighbours, True)
     assert any("exceeds the target" in p for p in problems), problems
     assert any("differs from the ledger" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+def test_adassp_exact_calibration_spends_the_whole_budget(relation: str) -> None:
+    """AdaSSP's ``exact`` calibration (an arena's): its three releases share the trial's
+    mu-GDP, so the draws, priced independently, cost the target (1e-6); Alg. 5's own
+    calibration spends about half of it at these settings."""
+    trace, ledger, model = fit_recorded("adassp", calibration="exact", relation=relation)
+    summary = ledger.summary()
+    assert not audit(trace, summary, relation, True)
+    assert recompute(trace, "gdp", DELTA) == pytest.approx(EPSILON, rel=1e-6)
+    trace, ledger, _ = fit_recorded("adassp", relation=relation)
+    assert recompute(trace, "gdp", DELTA) < 0.7 * EPSILON

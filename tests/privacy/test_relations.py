@@ -91,9 +91,16 @@ def test_arena_states_one_relation_and_keeps_shared_cells() -> None:
     assert "relation" not in by_method["aim_tstr"].identity()
     # a method with no replace-one analysis of its own is converted by group privacy
     specs_r, _ = expand_cells(_arena("arena_regression"))
-    ssp = next(s for s in specs_r if s.method == "ssp")
-    assert ssp.relation == "replace_one" and ssp.identity()["relation"] == "replace_one"
-    assert "relation" not in ssp.method_params
+    jlt = next(s for s in specs_r if s.method == "jlt")
+    assert jlt.relation == "replace_one" and jlt.identity()["relation"] == "replace_one"
+    assert "relation" not in jlt.method_params
+    # SSP, AdaSSP and the mean baseline have their own replace-one analysis now
+    for own in ("ssp", "adassp", "mean"):
+        s = next(s for s in specs_r if s.method == own)
+        assert s.relation is None and s.method_params["relation"] == "replace_one", own
+    # AdaSSP spends its whole budget in an arena (its yaml's arena_params)
+    assert next(s for s in specs_r if s.method == "adassp").method_params[
+        "calibration"] == "exact"
     assert all(s.meta["relation"] == "replace_one" for s in specs)
 
 
@@ -113,8 +120,7 @@ def test_an_unknown_relation_is_one_line() -> None:
 
 
 @pytest.mark.parametrize("arena,method,dataset", [
-    ("arena_regression", "mean", "synthetic_linear"),          # zCDP, add/remove
-    ("arena_regression", "ssp", "synthetic_linear"),
+    ("arena_regression", "binagg_sqrtd", "synthetic_linear"),  # GDP, add/remove
     ("arena_classification", "majority", "mpdp_heart"),         # pure, add/remove
     ("arena_classification", "objpert", "mpdp_heart"),          # approx, add/remove
 ])
@@ -182,7 +188,8 @@ def test_list_names_the_relations_a_method_has_its_own_analysis_for() -> None:
     privacy = {m["method"]: m["privacy"] for m in methods()}
     assert privacy["aim_tstr"] == "zcdp, add_remove (own analysis also: replace_one)"
     assert privacy["independent"].endswith("(own analysis also: replace_one)")
-    assert privacy["ssp"] == "gdp, add_remove"            # group privacy in a replace-one arena
+    assert privacy["ssp"] == "gdp, add_remove (own analysis also: replace_one)"
+    assert privacy["jlt"] == "approx, add_remove"         # group privacy in a replace-one arena
     assert privacy["mwem"] == "zcdp, replace_one"
 
 

@@ -521,3 +521,16 @@ def test_aim_selection_scores_hold_their_sensitivity_on_data(
     if relation == "replace_one":
         add_remove = replace(method, params={**method.params, "relation": "add_remove"})
         assert _check(add_remove, AIM_SELECTION_NEIGHBOURS, relation="replace_one").violations
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ssp", "adassp", "mean"])
+def test_ssp_family_replace_one_sensitivities_hold_on_data(name: str) -> None:
+    """SSP's, AdaSSP's and the mean baseline's own replace-one analysis (as an arena runs
+    them): on replace-one neighbours (the sphere rows at 120 degrees included) every release
+    moves by at most its declared sensitivity, and the add/remove declaration fails there."""
+    method = _Method.load(name)
+    own = replace(method, params={**method.params, "relation": "replace_one"})
+    assert own.relation == "replace_one"
+    _assert_sound(own, _check(own, N_SLOW))
+    assert _check(method, N_SLOW, relation="replace_one").violations
