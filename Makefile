@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml requirements.lock
 	# so no CUDA packages); then dpbench itself without resolving anything again
 	$(PY) -m pip install --quiet --require-hashes --no-deps $(PIP_TORCH) -r requirements.lock
 	$(PY) -m pip install --quiet --no-deps -e .
+	# compile ahead what the first trials would compile inside their fits (RAP's Numba loop)
+	$(PY) scripts/warm_caches.py
 	touch $(STAMP)
 
 lock:               ## re-resolve requirements.lock after editing pyproject.toml (keeps other pins; LOCK_ARGS=--upgrade moves all; ~10 min)
