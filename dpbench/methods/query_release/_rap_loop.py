@@ -30,7 +30,9 @@ tolerances and checks that a fresh and a cached build give the same answers).
 
 Numba compiles the loop at its first call in a process (a few seconds), or loads it from
 its on-disk cache (``cache=True``: ``__pycache__`` beside this file, else Numba's user
-cache); the module is imported only by RAP's ``fit`` (planning commands import no Numba).
+cache), which ``make install`` fills ahead (:func:`warm`), so a clean clone's first fit
+does not compile; the module is imported only by RAP's ``fit`` (planning commands import
+no Numba).
 """
 
 from __future__ import annotations
