@@ -34,6 +34,7 @@ ledger's ``spent_epsilon`` of a separate fit on D at the audited eps.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +89,8 @@ class AuditResult:
     bound: LowerBound
     #: the target the sample fits ran at (= the audited eps unless a planted bug is simulated)
     spent_target: float
+    #: wall seconds of the sample fits
+    seconds: float
 
     @property
     def violated(self) -> bool:
@@ -102,7 +105,7 @@ class AuditResult:
                 f"{self.currency}, {self.relation}); lower bound {b.epsilon:.4g} at "
                 f"{b.confidence:.0%} confidence from {b.samples} fits per dataset (test: "
                 f"score > {b.threshold:.4g}, FPR <= {b.fpr_upper:.3g}, FNR <= "
-                f"{b.fnr_upper:.3g} on {b.tested}): {verdict}")
+                f"{b.fnr_upper:.3g} on {b.tested}): {verdict} ({self.seconds:.0f} s)")
 
 
 def audit_names() -> list[str]:
@@ -259,6 +262,7 @@ def run(prep: Prepared, *, epsilon: float, delta: float, samples: int, alpha: fl
         raise ValueError(f"samples={samples!r} must be an integer >= 4")
     target = epsilon if spend is None else spend
     seeds = np.random.SeedSequence(seed).spawn(2 * samples)
+    start = time.perf_counter()
     scores = np.empty((2, samples))
     for i in range(samples):
         for side in (0, 1):
@@ -272,7 +276,7 @@ def run(prep: Prepared, *, epsilon: float, delta: float, samples: int, alpha: fl
                                 thresholds=prep.spec.thresholds)
     return AuditResult(name=prep.spec.name, method=prep.spec.method, relation=prep.relation,
                        currency=prep.currency, claimed=prep.claimed, delta=delta, bound=bound,
-                       spent_target=target)
+                       spent_target=target, seconds=time.perf_counter() - start)
 
 
 def audit(name: str, *, epsilon: float | None = None, delta: float | None = None,

@@ -18,6 +18,7 @@ whose target is ``factor`` x the audited eps while the claim stays the one at ep
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -119,7 +120,7 @@ def test_bad_scores_are_refused(kwargs: dict, message: str) -> None:
 #: fits per dataset in the fast tier (seconds each on one core)
 FAST_SAMPLES = {"majority": 5000, "mean": 5000, "ssp": 5000, "adassp": 5000,
                 "independent": 2000, "binagg": 1000, "pate_public": 200,
-                "dpsgd_iyengar_rdp": 100}
+                "dpsgd_iyengar": 300, "dpsgd_iyengar_rdp": 100}
 #: audit -> (spend factor, fits per dataset) at which seed 0 shows the over-spend
 FLAGGED = {"majority": (2, 5000), "mean": (4, 5000), "ssp": (4, 5000),
            "independent": (4, 3000), "adassp": (4, 10000)}
@@ -131,9 +132,12 @@ NOT_FLAGGED = {
     "binagg": "the split test releases Laplace(3 / eps_tree) on a count: one test shows at "
               "most eps_tree / 3 (PrivTree pays for a tree of any depth), below the claim "
               "at any spend factor",
-    "dpsgd_iyengar_rdp": "the canary's final weight is ~mu-GDP with mu ~0.9 at eps 4; at 2x "
-                         "(mu ~1.7) a bound above 4 needs FPR ~1e-3 resolved, ~10^5 fits of "
-                         "~25 ms each (the RDP accountant runs per fit)",
+    "dpsgd_iyengar_rdp": "the canary's final weight is ~0.65-GDP at eps 4 (measured); at 2x "
+                         "a bound above 4 needs false-positive rates near 1e-4 resolved, "
+                         "~10^5 fits per dataset of ~25 ms (the RDP accountant runs per fit)",
+    "dpsgd_iyengar": "at 2x the true eps is 9.7 (PLD of its sampler; 2.9 at the claim 4: "
+                     "Alg. 6 over-noises), but the canary's final weight is then ~1.2-GDP: a "
+                     "bound above 4 needs false-positive rates near 1e-4 resolved, ~10^5 fits",
 }
 
 
@@ -193,7 +197,8 @@ def test_command_prints_one_line_per_audit(capsys: pytest.CaptureFixture[str]) -
     (line,) = capsys.readouterr().out.splitlines()
     assert line.startswith("majority: claimed eps 2 (delta 1e-05, pure, add_remove); "
                            "lower bound "), line
-    assert "at 95% confidence from 500 fits per dataset" in line and "below the claim" in line
+    assert "at 95% confidence from 500 fits per dataset" in line
+    assert re.search(r"below the claim \(\d+ s\)$", line), line
 
 
 @pytest.mark.parametrize(("argv", "message"), [
