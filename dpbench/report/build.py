@@ -92,11 +92,11 @@ def unshown(methods: Sequence[str], figures: Sequence[Mapping[str, Any]]) -> lis
 
 def other_methods(frame: pd.DataFrame, figures: Sequence[Mapping[str, Any]]
                   ) -> tuple[list[str], list[dict[str, Any]]]:
-    """The methods of ``frame`` that no figure shows (a method added to a paper's line-up
-    on the command line, e.g. MST-Synth beside MWEM and PEP) and the figure specs that show
-    them: ``metric_vs_eps`` of each metric the experiment's figures plot (else the task's
-    first), ``other_methods[_<metric>]``, so a method that ran is never left out of every
-    table. Empty for an experiment whose figures show each of its methods."""
+    """The methods of ``frame`` that no figure shows (a method added to a paper's line-up on the
+    command line) and the figure specs that show them: ``metric_vs_eps`` of each metric the
+    experiment's figures plot (else the task's first), ``other_methods[_<metric>]``, so a
+    method that ran is never left out of every table. Empty for an experiment whose figures
+    show each of its methods."""
     methods = list(dict.fromkeys(frame["method"])) if "method" in frame else []
     left = unshown(methods, figures)
     if not left:
