@@ -35,6 +35,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -225,6 +226,14 @@ def lease_alive(info: dict[str, Any], now: float) -> bool:
         return False
 
 
+#: records remembered by :meth:`ResultStore.read` (path -> (file version, parsed)), and the
+#: most kept; :data:`FILE_READS` counts the reads of each record file in this process (the
+#: read-once test reads it)
+READ_CACHE_SIZE = 200_000
+_READ: dict[str, tuple[tuple[int, int, int, int], Any]] = {}
+FILE_READS: Counter[str] = Counter()
+
+
 class ResultStore:
     """Directory ``<root>/trials/<key[:2]>/<key>.json``, with ``<root>/quarantine/`` for
     damaged records, ``<root>/leases/`` for the claims of running trials and ``<root>/runs/``
@@ -265,16 +274,38 @@ class ResultStore:
     # --- reading -------------------------------------------------------------------------------
 
     def read(self, key: str) -> dict[str, Any] | Damage | None:
-        """The record of ``key``; a :class:`Damage` if its file is unusable; None if absent."""
+        """The record of ``key``; a :class:`Damage` if its file is unusable; None if absent.
+
+        Read once per version of its file: the parsed record is remembered with the file's
+        identity (inode, size, modification time; a write replaces the inode), so the many
+        questions a command asks about one trial (its status, its seconds, its row of the
+        frame, the fingerprint's) cost one read and one parse, while a record another
+        process writes or moves meanwhile is read again (the change time too enters the
+        identity). The record returned is shared: do not change it."""
         p = self.path(key)
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return Damage(key, p, f"cannot be read: {exc.strerror or exc}")
+        version = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        hit = _READ.get(str(p))
+        if hit is not None and hit[0] == version:
+            return hit[1]
         try:
             data = p.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as exc:
             return Damage(key, p, f"cannot be read: {exc.strerror or exc}")
-        found = parse_record(data, key)
-        return Damage(key, p, found) if isinstance(found, str) else found
+        FILE_READS[str(p)] += 1
+        parsed = parse_record(data, key)
+        found = Damage(key, p, parsed) if isinstance(parsed, str) else parsed
+        if len(_READ) >= READ_CACHE_SIZE:
+            del _READ[next(iter(_READ))]        # the oldest first: a bounded memory
+        _READ[str(p)] = (version, found)
+        return found
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The usable record of ``key``, or None (absent or damaged)."""

@@ -1,0 +1,44 @@
+"""Each trial record is read once per command (issue 59, "read once"): ``plan``, ``status``,
+``figures``, ``leaderboard`` and ``site`` ask many questions of one trial (its status, its
+seconds, its row of the frame, its board cell), and the store answers all of them from one
+read of its file (``ResultStore.read`` remembers a parsed record with its file's identity).
+Counted by the store's own counter of file reads, in this process (the site with one
+worker), on a store holding a paper grid and an arena grid."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from dpbench.entry import main
+from dpbench.runner import store as store_module
+
+PAPER = ["experiment=linreg_adult", "profile=smoke", "methods=[public,ssp]"]
+ARENA = ["experiment=arena_regression", "profile=smoke", "methods=[mean,ssp]"]
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    results = tmp_path_factory.mktemp("read_once") / "results"
+    for grid in (PAPER, ARENA):
+        run_cli("run", *grid, f"results_dir={results}", "runner.progress=false", check=True)
+    return results
+
+
+@pytest.mark.parametrize("argv", [["plan", *PAPER], ["status", *PAPER], ["figures", *PAPER],
+                                  ["leaderboard", *ARENA], ["site", "runner.n_jobs=1"]],
+                         ids=lambda a: a[0])
+def test_a_command_reads_each_record_once(stored: Path, tmp_path: Path, argv: list[str],
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(stored, results)
+    store_module._READ.clear()                 # a new command: nothing remembered
+    store_module.FILE_READS.clear()
+    assert main([*argv, f"results_dir={results}", "runner.progress=false"]) == 0
+    capsys.readouterr()
+    reads = store_module.FILE_READS
+    assert reads, "the command read no record"
+    assert max(reads.values()) == 1, reads.most_common(3)
