@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
@@ -87,6 +87,8 @@ class CellTests:
     diffs: dict[tuple[str, str], float | None]
     best_set: list[str]
     beats_bar: dict[str, bool | None]   # None: no test
+    #: each worse method -> the better-ranked method that is most significantly better
+    worse_than: dict[str, str] = field(default_factory=dict)
 
 
 BAR = "\0bar"
@@ -112,11 +114,13 @@ def best_set(order: Sequence[str], trials: Mapping[str, Mapping[int, float]],
         return d > 0 if higher_is_better else d < 0   # the first of the pair is better
 
     worse = {b for i, a in enumerate(order) for b in order[i + 1:] if significant((a, b))}
+    worse_than = {b: min((a for a in order[:order.index(b)] if significant((a, b))),
+                         key=lambda a: adjusted[a, b]) for b in worse}
     last = max((i for i, m in enumerate(order) if m not in worse), default=-1)
     members = list(order[:last + 1])
     beats = {m: (None if adjusted.get((m, BAR)) is None else significant((m, BAR)))
              for m in order} if bar is not None else {m: None for m in order}
-    return CellTests(adjusted, diffs, members, beats)
+    return CellTests(adjusted, diffs, members, beats, worse_than)
 
 
 # --- across datasets -----------------------------------------------------------------------

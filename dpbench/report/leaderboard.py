@@ -179,6 +179,10 @@ class Row:
     as_good_as_text: str = ""
     #: median CPU seconds of a whole trial (data, fit and scoring), from the records
     cpu_s: float | None = None
+    #: a worse row: the better-ranked method (label) most significantly better than it,
+    #: and that comparison's Holm-adjusted p
+    worse_than: str | None = None
+    p_worse: float | None = None
 
 
 @dataclass(frozen=True)
@@ -442,6 +446,10 @@ def rank_table(rows: Sequence[Row], trials: Mapping[str, Mapping[int, float]],
                           NOT_SIGNIFICANT if m in members else WORSE,
                           diff_vs_best=None if d is None else -d, p_vs_best=p,
                           pairs_vs_best=pairs)
+            if m in tests.worse_than:
+                by = tests.worse_than[m]
+                row = replace(row, worse_than=out[by].method_label,
+                              p_worse=tests.adjusted[by, m])
         if bar is not None:
             p_bar = tests.adjusted.get((m, BAR))
             beats = tests.beats_bar.get(m)
@@ -676,7 +684,10 @@ def comparison_text(r: Row) -> str:
     if r.vs_best == NO_TEST:
         return f"no test ({r.pairs_vs_best} pair{'s' if r.pairs_vs_best != 1 else ''})"
     p = "p < 0.001" if r.p_vs_best < 0.001 else f"p = {r.p_vs_best:.2g}"
-    return f"{r.vs_best}: {r.diff_vs_best:+.3g}, {p} ({r.pairs_vs_best} pairs)"
+    text = f"{r.vs_best}: {r.diff_vs_best:+.3g}, {p} ({r.pairs_vs_best} pairs)"
+    if r.worse_than is not None and r.p_worse is not None:
+        text += f"; worse than {r.worse_than} (p = {r.p_worse:.2g})"
+    return text
 
 
 def table_header(header: Header) -> list[str]:

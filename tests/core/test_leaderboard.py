@@ -115,6 +115,7 @@ def test_a_clearly_better_method_wins(board) -> None:
     assert rows["good"].vs_best == lb.BEST
     for m in ("twin_a", "twin_b"):
         assert rows[m].vs_best == lb.WORSE and rows[m].p_vs_best < 0.05
+        assert rows[m].worse_than == "Good" and "worse than Good" in lb.comparison_text(rows[m])
         assert rows[m].pairs_vs_best == TRIALS and rows[m].rank in (2, 3)
     assert next(t for t in board[0].tables if t.dataset == "d1").winner == "good"
 
