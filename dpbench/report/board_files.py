@@ -59,14 +59,13 @@ def pareto_plots(board: Board, out: Path) -> list[Path]:
             for r in rows:
                 ax.scatter(max(r.fit_s, 1e-3), r.mean, marker=MARKERS.get(r.role, "o"),
                            color="black" if r.winner else None, s=28, zorder=3)
-                ax.annotate(r.method_label, (max(r.fit_s, 1e-3), r.mean), fontsize=6,
-                            xytext=(3, 2), textcoords="offset points")
             front = sorted((r for r in rows if r.pareto), key=lambda r: r.fit_s)
             if front:
                 ax.plot([max(r.fit_s, 1e-3) for r in front], [r.mean for r in front],
                         color="tab:green", lw=1.2, zorder=2, label="Pareto front")
                 ax.legend(fontsize=7, loc="best")
             ax.set_xscale("log")
+            label_points(ax, [(max(r.fit_s, 1e-3), r.mean, r.method_label) for r in rows])
             ax.set_title(f"{t.dataset_label}, {h.budget_unit} = {t.epsilon:g}", fontsize=9)
             ax.set_xlabel("median fit seconds (log)")
             ax.set_ylabel(f"{h.metric} ({'higher' if h.higher_is_better else 'lower'} "
@@ -75,6 +74,43 @@ def pareto_plots(board: Board, out: Path) -> list[Path]:
         fig.tight_layout()
         paths += save(fig, out / f"pareto-{dataset}")
     return paths
+
+
+#: a label's height and the horizontal reach within which two labels may collide (points)
+LABEL_PT, LABEL_REACH_PT = 7.0, 70.0
+
+
+def label_offsets(points: list[tuple[float, float]]) -> list[float]:
+    """Vertical offsets (points) for labels at display positions ``points`` (in points) so
+    that no two labels within LABEL_REACH_PT of each other horizontally are closer than
+    LABEL_PT vertically: each label, top to bottom, goes down below those it would hit."""
+    placed: list[tuple[float, float]] = []       # (x, y of the label) already placed
+    offsets = [0.0] * len(points)
+    for i in sorted(range(len(points)), key=lambda k: -points[k][1]):
+        x, y = points[i]
+        label_y = y + 2.0
+        near = sorted((py for px, py in placed if abs(px - x) < LABEL_REACH_PT), reverse=True)
+        for py in near:
+            if abs(label_y - py) < LABEL_PT:
+                label_y = py - LABEL_PT
+        offsets[i] = label_y - y
+        placed.append((x, label_y))
+    return offsets
+
+
+def label_points(ax: plt.Axes, pts: list[tuple[float, float, str]]) -> None:
+    """Each point's label beside it, moved down where it would overlap another's (a thin
+    line joins a moved label to its point)."""
+    if not pts:
+        return
+    ax.figure.canvas.draw()            # the axes' limits and scales are final
+    to_pt = 72.0 / ax.figure.dpi
+    shown = [tuple(v * to_pt for v in ax.transData.transform((x, y))) for x, y, _ in pts]
+    for (x, y, text), dy in zip(pts, label_offsets(shown), strict=True):
+        moved = abs(dy - 2.0) > 0.5
+        ax.annotate(text, (x, y), fontsize=6, xytext=(3, dy), textcoords="offset points",
+                    va="bottom" if not moved else "center",
+                    arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.5"} if moved else None)
 
 
 def ranks_plot(board: Board, out: Path) -> list[Path]:

@@ -98,13 +98,17 @@ def sections(text: str, keep: Callable[[str], bool]) -> str:
     return "\n".join(out)
 
 
+#: an internal tracker reference in a heading, e.g. `` (issue 6)``
+ISSUE = re.compile(r"\s*\(issue \d+\)", re.IGNORECASE)
+
+
 def title_of(readme: Path) -> str:
     """The first heading of a Markdown file (its name without one)."""
     try:
         for line in readme.read_text().splitlines():
             m = HEADING.match(line)
-            if m:
-                return m.group(2).strip()
+            if m:   # a project's internal issue number is not part of a paper's title
+                return ISSUE.sub("", m.group(2)).strip()
     except OSError:
         pass
     return readme.parent.name

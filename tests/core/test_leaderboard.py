@@ -386,3 +386,17 @@ def test_boards_from_store_share_one_reading(board, tmp_path: Path) -> None:
                                   delta=1e-5, trials="t")
     assert list(boards) == ["mse"] and boards["mse"].header.primary == "mse"
     assert "primary metric: mse (lower is better)" in lb.header_lines(boards["mse"].header)
+
+
+def test_pareto_labels_do_not_overlap() -> None:
+    """Labels of points that crowd together are moved apart: any two within the horizontal
+    reach end at least a label's height apart."""
+    from dpbench.report.board_files import LABEL_PT, LABEL_REACH_PT, label_offsets
+
+    rng = np.random.default_rng(3)
+    pts = [(float(x), float(y)) for x, y in rng.uniform(0, 40, size=(12, 2))]
+    ys = [y + dy for (_, y), dy in zip(pts, label_offsets(pts), strict=True)]
+    for i in range(len(pts)):
+        for j in range(i):
+            if abs(pts[i][0] - pts[j][0]) < LABEL_REACH_PT:
+                assert abs(ys[i] - ys[j]) >= LABEL_PT - 1e-9, (i, j)

@@ -405,8 +405,10 @@ def test_a_table_sorts_when_its_header_is_clicked(site: Path, browser) -> None:
 @pytest.mark.browser
 def test_pages_fit_a_phone_screen(site: Path, browser) -> None:
     browser.set_window_size(390, 844)
+    pages = {**page_types(site),
+             **{f"paper {p.stem}": p for p in sorted((site / "site" / "papers").glob("*.html"))}}
     try:
-        for kind, page in page_types(site).items():
+        for kind, page in pages.items():
             load(browser, page)
             wide = browser.execute_script(
                 "return [document.documentElement.scrollWidth, window.innerWidth]")
