@@ -36,6 +36,7 @@ from dpbench.privacy.relations import group_guarantee, group_size, native_target
 from dpbench.roots import commit
 from dpbench.runner.artifacts import ArtifactBusy, artifact_context
 from dpbench.runner.diskspace import is_full
+from dpbench.runner.reference import machine_text
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import FAILED, OK, ResultStore
 
@@ -244,7 +245,7 @@ def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
     record: dict[str, Any] = {
         "key": spec.key, "spec": spec.to_dict(), "host": socket.gethostname(), "pid": os.getpid(),
         "started_at": datetime.now(UTC).isoformat(), "versions": library_versions(),
-        "commit": commit(),
+        "commit": commit(), "cpu": machine_text(),
         "argv": sys.argv[:1],
     }
     rss_reset = reset_peak_rss()

@@ -22,7 +22,6 @@ replace it once their trials exist.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from dpbench.checksum import replace_file
 from dpbench.roots import paper_dir, papers_dirs
 from dpbench.runner.cost import artifact_of, record_mem_mb, record_seconds
 from dpbench.runner.grid import ConfigError, entries
+from dpbench.runner.reference import machine_text  # noqa: F401 (the export script's)
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import OK, is_number
 
@@ -109,18 +109,6 @@ def read_reference(path: Path) -> list[dict[str, Any]]:
                               f"({line['key'][:12]}… vs {spec.key[:12]}…)")
         out.append(line)
     return out
-
-
-def machine_text() -> str:
-    """This machine for a reference line: CPU model and core count (Linux), else the OS."""
-    model = None
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            model = next((ln.split(":", 1)[1].strip() for ln in fh
-                          if ln.startswith("model name")), None)
-    except OSError:
-        pass
-    return f"{model or os.uname().sysname}, {os.cpu_count()} cores"
 
 
 def reference_line(record: Mapping[str, Any], machine: str) -> dict[str, Any]:

@@ -42,9 +42,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpbench.runner.artifacts import atomic_write_bytes
+
+if TYPE_CHECKING:
+    from dpbench.runner.reference import Reference
 
 OK, FAILED, CORRUPT = "ok", "failed", "corrupt"
 
@@ -237,10 +240,14 @@ FILE_READS: Counter[str] = Counter()
 class ResultStore:
     """Directory ``<root>/trials/<key[:2]>/<key>.json``, with ``<root>/quarantine/`` for
     damaged records, ``<root>/leases/`` for the claims of running trials and ``<root>/runs/``
-    for the (experiment, profile) grids a ``dpbench run`` was asked for."""
+    for the (experiment, profile) grids a ``dpbench run`` was asked for. With a
+    ``reference`` (``runner/reference.py``: the trials that ship with dpbench) a key the
+    directory does not hold is answered from it, the record marked ``origin: reference``;
+    the directory's own record always wins."""
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, reference: Reference | None = None) -> None:
         self.root = Path(root)
+        self.reference = reference
         self.trials = self.root / "trials"
         self.quarantine_dir = self.root / "quarantine"
         self.leases = self.root / "leases"
@@ -286,7 +293,7 @@ class ResultStore:
         try:
             st = p.stat()
         except FileNotFoundError:
-            return None
+            return None if self.reference is None else self.reference.get(key)
         except OSError as exc:
             return Damage(key, p, f"cannot be read: {exc.strerror or exc}")
         version = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dpbench.report.fingerprint import is_current, mark_built
+from dpbench.runner.reference import origin_of
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK, ResultStore
 
@@ -30,6 +31,9 @@ class Provenance:
     hosts: dict[str, int] = field(default_factory=dict)
     first: str = ""
     last: str = ""
+    #: where the ok trials come from (``reference, <commit>, <date>, <host>`` or ``this
+    #: machine``: ``runner/reference.py``), with their counts
+    origins: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,7 @@ def provenance(specs: Sequence[TrialSpec], store: ResultStore, profile: str,
     libs: dict[str, Counter[str]] = {}
     status: Counter[str] = Counter()
     times: list[str] = []
+    origins: Counter[str] = Counter()
     for s in specs:
         rec = store.get(s.key)
         if rec is None:
@@ -90,7 +95,8 @@ def provenance(specs: Sequence[TrialSpec], store: ResultStore, profile: str,
         if rec.get("status") != OK:
             continue
         commits[str(rec.get("commit", "not recorded"))] += 1
-        hosts[str(rec.get("host", "not recorded"))] += 1
+        hosts[str(rec.get("cpu") or rec.get("host", "not recorded"))] += 1
+        origins[origin_of(rec)] += 1
         for lib, ver in (rec.get("versions") or {}).items():
             libs.setdefault(lib, Counter())[str(ver)] += 1
         if rec.get("finished_at"):
@@ -98,7 +104,7 @@ def provenance(specs: Sequence[TrialSpec], store: ResultStore, profile: str,
     return Provenance(profile, origin, dict(commits.most_common()),
                       {lib: dict(sorted(c.items())) for lib, c in sorted(libs.items())},
                       dict(hosts.most_common()), min(times, default=""),
-                      max(times, default="")), status
+                      max(times, default=""), dict(origins.most_common())), status
 
 
 def counts(status: Counter[str]) -> tuple[int, int]:

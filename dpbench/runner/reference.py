@@ -1,0 +1,149 @@
+"""The reference results that ship with dpbench: a read-only store beside the local one.
+
+``results/reference/trials.jsonl.gz`` holds stored trial records (one JSON object a line,
+gzip), each with its provenance as the trial recorded it (commit, host, CPU model, cores,
+finish time, library versions, CPU seconds, peak memory), and ``MANIFEST.json`` says how
+many, from which commits and hosts, and their sha256. A :class:`~dpbench.runner.store.
+ResultStore` opened with a reference answers a key it does not hold from it, the record
+marked ``origin: reference`` (a local trial is ``this machine``), so ``status``,
+``figures``, ``leaderboard``, ``site`` and ``plan`` read the published trials where the
+local store lacks them and ``run`` runs only what neither holds. The local store wins:
+a trial re-run here replaces the reference's in every reader, and ``dpbench compare`` sets
+the two side by side.
+
+``make reference`` rebuilds the files from a store (:func:`write_reference`), keeping the
+trials of the grids given; :func:`stale_keys` names reference trials whose key no current
+grid has (a key that moved), so they are shown as stale, never read as current.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from dpbench.roots import REPO
+
+REFERENCE = "reference"
+LOCAL = "this machine"
+TRIALS_FILE = "trials.jsonl.gz"
+MANIFEST_FILE = "MANIFEST.json"
+#: the size the shipped reference may take (bytes), kept by a test
+SIZE_CAP = 25 * 2**20
+
+
+@functools.lru_cache(maxsize=1)
+def machine_text() -> str:
+    """This machine as a trial records it: CPU model and core count (Linux), else the OS."""
+    model = None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            model = next((ln.split(":", 1)[1].strip() for ln in fh
+                          if ln.startswith("model name")), None)
+    except OSError:
+        pass
+    return f"{model or os.uname().sysname}, {os.cpu_count()} cores"
+
+
+def default_dir() -> Path:
+    """``results/reference`` of the repository (shipped with the code)."""
+    return REPO / "results" / REFERENCE
+
+
+class Reference:
+    """The reference records by key (read once, lazily, on the first question)."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self._records: dict[str, dict[str, Any]] | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.folder / TRIALS_FILE
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        if self._records is None:
+            self._records = {}
+            if self.exists():
+                with gzip.open(self.path, "rt", encoding="utf-8") as fh:
+                    for line in fh:
+                        if line.strip():
+                            rec = json.loads(line)
+                            rec["origin"] = REFERENCE
+                            self._records[rec["key"]] = rec
+        return self._records
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The reference record of ``key`` (marked ``origin: reference``), or None."""
+        return self._load().get(key)
+
+    def keys(self) -> list[str]:
+        return sorted(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def manifest(self) -> dict[str, Any]:
+        """``MANIFEST.json`` (empty without one)."""
+        path = self.folder / MANIFEST_FILE
+        return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def origin_of(record: Mapping[str, Any]) -> str:
+    """Where a record comes from: ``reference, <commit>, <date>, <host>`` or ``this
+    machine``."""
+    if record.get("origin") != REFERENCE:
+        return LOCAL
+    commit = str(record.get("commit") or "unknown commit")[:10]
+    date = str(record.get("finished_at") or "")[:10] or "undated"
+    host = record.get("cpu") or record.get("host") or "unknown host"
+    return f"{REFERENCE}, {commit}, {date}, {host}"
+
+
+def write_reference(records: Iterable[Mapping[str, Any]], folder: str | Path) -> Path:
+    """Write ``records`` (ok trials, sorted by key) as the reference in ``folder``: the
+    gzip JSON lines, then the manifest (counts, commits, hosts, sha256). Refuses a result
+    over :data:`SIZE_CAP`. Deterministic: the same records give the same bytes."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = sorted((dict(r) for r in records if r.get("status") == "ok"),
+                  key=lambda r: r["key"])
+    for r in kept:
+        r.pop("origin", None)
+    tmp = folder / (TRIALS_FILE + ".tmp")
+    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as fh:
+        for r in kept:
+            fh.write((json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n").encode())
+    size = tmp.stat().st_size
+    if size > SIZE_CAP:
+        tmp.unlink()
+        raise ValueError(f"the reference would take {size / 2**20:.1f} MB, more than the "
+                         f"{SIZE_CAP / 2**20:.0f} MB cap; keep fewer grids")
+    out = folder / TRIALS_FILE
+    tmp.replace(out)
+    experiments = Counter(str(r["spec"].get("meta", {}).get("experiment", "")) for r in kept)
+    manifest = {"trials": len(kept), "bytes": size,
+                "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
+                "commits": dict(Counter(str(r.get("commit")) for r in kept)),
+                "hosts": dict(Counter(str(r.get("cpu") or r.get("host")) for r in kept)),
+                "finished": [min((str(r.get("finished_at")) for r in kept), default=None),
+                             max((str(r.get("finished_at")) for r in kept), default=None)],
+                "experiments": dict(sorted(experiments.items()))}
+    (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return out
+
+
+def stale_keys(reference: Reference, current: Iterable[str]) -> list[str]:
+    """The reference keys no current grid has (their trial's key moved: the code or a
+    setting changed); readers never show them as current."""
+    now = set(current)
+    return [k for k in reference.keys() if k not in now]

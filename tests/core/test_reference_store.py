@@ -1,0 +1,75 @@
+"""The reference results beside the local store (runner/reference.py): written from records,
+read back as the store's answer where the local store lacks a key, the local record
+winning, its origin named, its size capped, its stale keys found."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from dpbench.runner import reference as ref
+from dpbench.runner.spec import TrialSpec
+from dpbench.runner.store import ResultStore
+
+
+def spec(trial: int, method: str = "m") -> TrialSpec:
+    return TrialSpec(dataset="d", dataset_target="toy.load", dataset_params={},
+                     method=method, method_target="toy.m", method_params={},
+                     task="regression", epsilon=1.0, delta=1e-5, budget_unit="epsilon",
+                     trial=trial, meta={"experiment": "toy"})
+
+
+def record(s: TrialSpec, mse: float, commit: str = "a" * 40) -> dict:
+    return {"key": s.key, "status": "ok", "spec": s.to_dict(), "metrics": {"mse": mse},
+            "privacy": {"target_delta": 1e-5}, "timing": {"fit_s": 0.1}, "commit": commit,
+            "cpu": "Toy CPU, 2 cores", "finished_at": "2026-11-28T12:00:00+00:00"}
+
+
+def test_the_store_answers_from_the_reference_where_it_lacks_a_key(tmp_path: Path) -> None:
+    specs = [spec(t) for t in range(3)]
+    ref.write_reference([record(s, 1.0 + s.trial) for s in specs], tmp_path / "ref")
+    store = ResultStore(tmp_path / "store", ref.Reference(tmp_path / "ref"))
+    store.put(record(specs[0], 9.0, commit="b" * 40))          # re-run here: it wins
+    got = [store.get(s.key) for s in specs]
+    assert got[0]["metrics"]["mse"] == 9.0 and "origin" not in got[0]
+    assert [g["metrics"]["mse"] for g in got[1:]] == [2.0, 3.0]
+    assert all(g["origin"] == ref.REFERENCE for g in got[1:])
+    assert store.status(specs[2].key) == "ok"
+    assert ref.origin_of(got[0]) == ref.LOCAL
+    assert ref.origin_of(got[1]) == "reference, aaaaaaaaaa, 2026-11-28, Toy CPU, 2 cores"
+    assert ResultStore(tmp_path / "store").get(specs[1].key) is None   # no reference: none
+
+
+def test_written_reference_is_deterministic_with_a_manifest(tmp_path: Path) -> None:
+    recs = [record(spec(t), float(t)) for t in range(4)]
+    a = ref.write_reference(recs, tmp_path / "a")
+    b = ref.write_reference(list(reversed(recs)), tmp_path / "b")
+    assert a.read_bytes() == b.read_bytes()
+    manifest = ref.Reference(tmp_path / "a").manifest()
+    assert manifest["trials"] == 4 and manifest["experiments"] == {"toy": 4}
+    assert manifest["hosts"] == {"Toy CPU, 2 cores": 4}
+    with gzip.open(a, "rt") as fh:
+        lines = [json.loads(x) for x in fh]
+    assert [x["key"] for x in lines] == sorted(r["key"] for r in recs)
+
+
+def test_failed_trials_stay_out_and_the_size_cap_holds(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    recs = [record(spec(t), float(t)) for t in range(3)]
+    recs[1] = {**recs[1], "status": "failed", "error": "x"}
+    ref.write_reference(recs, tmp_path / "r")
+    assert len(ref.Reference(tmp_path / "r")) == 2
+    monkeypatch.setattr(ref, "SIZE_CAP", 10)
+    with pytest.raises(ValueError, match="more than the 0 MB cap"):
+        ref.write_reference(recs, tmp_path / "s")
+    assert not (tmp_path / "s" / ref.TRIALS_FILE).exists()
+
+
+def test_stale_keys_are_the_ones_no_grid_has(tmp_path: Path) -> None:
+    specs = [spec(t) for t in range(3)]
+    ref.write_reference([record(s, 1.0) for s in specs], tmp_path / "r")
+    moved = ref.stale_keys(ref.Reference(tmp_path / "r"), [specs[0].key, specs[2].key])
+    assert moved == [specs[1].key]
