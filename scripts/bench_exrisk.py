@@ -50,7 +50,6 @@ import numpy as np
 from jax import monitoring
 from threadpoolctl import threadpool_limits
 
-from dpbench.cli import compose_config
 from dpbench.data.base import Split
 from dpbench.methods.classification.default_logistic import default_logistic
 from dpbench.methods.marginals.aim import AIMSettings
@@ -66,6 +65,7 @@ from dpbench.runner.grid import expand, load_entry
 from dpbench.runner.local import progress_bar
 from dpbench.runner.spec import TrialSpec
 from dpbench.tasks import TASKS, tstr
+from dpbench.workspace import compose_config
 
 EXPERIMENT = "exrisk_table2"
 METHOD = "aim_tstr"

@@ -40,7 +40,6 @@ from joblib.externals.loky import get_reusable_executor
 from threadpoolctl import threadpool_limits
 
 from dpbench import compile_cache
-from dpbench.cli import compose_config
 from dpbench.data.discrete import load_discrete
 from dpbench.methods.regression.adassp import AdaSSP
 from dpbench.privacy import Accountant
@@ -49,6 +48,7 @@ from dpbench.runner.grid import expand, load_entry
 from dpbench.runner.local import run_local
 from dpbench.runner.store import ResultStore
 from dpbench.tasks import TASKS
+from dpbench.workspace import compose_config
 
 
 def main() -> None:

@@ -31,7 +31,6 @@ sys.path.insert(0, str(ROOT))
 from collections.abc import Sequence  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 
-from dpbench.cli import compose_config, runnable, store_of  # noqa: E402
 from dpbench.runner.cost import stored_trials, trial_name  # noqa: E402
 from dpbench.runner.reference_costs import (  # noqa: E402
     export,
@@ -41,6 +40,7 @@ from dpbench.runner.reference_costs import (  # noqa: E402
 )
 from dpbench.runner.spec import TrialSpec  # noqa: E402
 from dpbench.runner.store import OK, ResultStore  # noqa: E402
+from dpbench.workspace import compose_config, runnable, store_of  # noqa: E402
 
 
 def _option(args: list[str], flag: str) -> tuple[list[str], list[str]]:

@@ -79,8 +79,8 @@ def smoke_results(tmp_path: Path) -> Path:
 
 def figure_folder(*overrides: str) -> Path:
     """Where ``dpbench figures <overrides>`` writes (an ad-hoc grid gets its own
-    ``-custom-<hash>`` folder, dpbench.cli.figure_dir)."""
-    from dpbench.cli import compose_config, figure_dir
+    ``-custom-<hash>`` folder, dpbench.workspace.figure_dir)."""
+    from dpbench.workspace import compose_config, figure_dir
 
     return figure_dir(compose_config([o for o in overrides if not o.startswith("runner.")]))
 

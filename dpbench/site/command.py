@@ -1,6 +1,7 @@
-"""``dpbench site``: compose each grid a ``dpbench run`` started (``ResultStore.runs``),
-rebuild the pages whose fingerprint changed, then write the index, the papers' pages and the
-data files (``dpbench.site``)."""
+"""``dpbench site``: each grid a ``dpbench run`` started (``ResultStore.runs``), composed
+and expanded once by the workspace (:mod:`dpbench.workspace`), its page rebuilt when its
+fingerprint changed; then the index, the papers' pages and the data files
+(``dpbench.site``). Built on the workspace and report layers, never on ``dpbench.cli``."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from joblib import Parallel, delayed
 from omegaconf import DictConfig, OmegaConf
 
-from dpbench import cli
+from dpbench import workspace
 from dpbench.catalog import description
 from dpbench.report.fingerprint import config_text, fingerprint, report_inputs
 from dpbench.report.privacy import alerts, budget_note, neighbours_note
@@ -59,30 +60,28 @@ def inputs(cfg: DictConfig) -> list[Path]:
     return [*report_inputs(cfg), *TEMPLATES.iterdir()]
 
 
-def page_fingerprint(cfg: DictConfig, store: ResultStore) -> str:
+def page_fingerprint(g: workspace.Grid, store: ResultStore) -> str:
     """What one composed grid's page is built from: its trials, config, code and inputs."""
-    specs = cli.arena_grid(cfg, data=False)[0] if cfg.experiment.get("arena") else cli.grid(cfg)
-    return fingerprint(specs, store, config_text(cfg), inputs(cfg))
+    return fingerprint(g.specs, store, config_text(g.cfg), inputs(g.cfg))
 
 
-def build_page(cfg: DictConfig, store: ResultStore, out: Path, fp: str) -> Page:
+def build_page(g: workspace.Grid, store: ResultStore, out: Path, fp: str) -> Page:
     """Write the page of one composed grid into ``out/<experiment>-<profile>`` (its figures,
     tables, board and ``index.html``) and save it with its fingerprint ``fp``."""
-    name, profile = str(cfg.experiment.name), str(cfg.profile.name)
-    arena = bool(cfg.experiment.get("arena"))
-    specs, refused = cli.arena_grid(cfg, data=False) if arena else (cli.grid(cfg), [])
+    cfg, specs, refused = g.cfg, g.specs, g.refused
+    name, profile, arena = g.name, g.profile, g.arena
     folder = out / f"{name}-{profile}"
     version = version_text()
     shutil.rmtree(folder, ignore_errors=True)     # derived files only: the store is untouched
     folder.mkdir(parents=True)
-    origin = cli.origin_text(cfg, specs)
+    origin = workspace.origin_text(cfg, specs)
     ctx = build.common("../", papers(), version)
     if arena:
-        board, specs = cli.arena_board(cfg, store, specs, refused)
+        board, specs = workspace.arena_board(cfg, store, specs, refused)
         from dpbench.report.board_files import write_board
 
         paths = write_board(board, folder)
-    frame, short = cli.report_inputs(cfg, specs)
+    frame, short = workspace.report_inputs(cfg, specs, store)
     marked = short
     prov, status = provenance(specs, store, profile, origin)
     ok, failed = counts(status)
@@ -90,7 +89,7 @@ def build_page(cfg: DictConfig, store: ResultStore, out: Path, fp: str) -> Page:
         from dpbench.report.build import finite_shortfalls
 
         experiment = OmegaConf.to_container(cfg.experiment, resolve=True)
-        figures = cli.figure_specs(cfg)
+        figures = workspace.figure_specs(cfg)
         marked = [*short, *finite_shortfalls(frame, figures)]   # the page lists both
         paths = reused_figures(cfg, specs, store, folder)
         if paths is None and not frame.empty:
@@ -121,72 +120,71 @@ def reused_figures(cfg: DictConfig, specs: list, store: ResultStore, folder: Pat
     """The experiment's figure folder copied into the page's ``folder`` when nothing it is
     built from changed since ``dpbench figures`` drew it (the same files the page would draw:
     same config, trials and code); None when it must be drawn."""
-    drawn = cli.current_figures(cfg, specs, store)
+    drawn = workspace.current_figures(cfg, specs, store)
     if drawn is None:
         return None
     return [Path(shutil.copy2(p, folder / p.name)) for p in drawn]
 
 
-def _build_in_worker(cfg: DictConfig, store_root: str, out: str, fp: str) -> Page:
+def _build_in_worker(g: workspace.Grid, store_root: str, out: str, fp: str) -> Page:
     """:func:`build_page` in a worker process (headless plotting, its own store handle)."""
     import matplotlib
 
     matplotlib.use("Agg")
-    return build_page(cfg, ResultStore(store_root), Path(out), fp)
+    return build_page(g, ResultStore(store_root), Path(out), fp)
 
 
 def site_workers(overrides: Sequence[str], cfg: DictConfig, stale: int) -> int:
     """Worker processes for ``stale`` pages: ``runner.n_jobs`` when given, else one per core
     (pages are plotting, light on memory), never more than the pages."""
-    n = int(cfg.runner.n_jobs) if cli.given(overrides, "runner.n_jobs") else -1
+    n = int(cfg.runner.n_jobs) if workspace.given(overrides, "runner.n_jobs") else -1
     return max(1, min(stale, (os.cpu_count() or 1) if n == -1 else n))
 
 
 def cmd_site(overrides: Sequence[str]) -> int:
     """Build ``<results_dir>/site``: a page per (experiment, profile) run (all, or those
     ``experiment=`` / ``profile=`` name), the papers' pages, the index and the data files."""
-    base = cli.compose_config(list(overrides))
-    store = cli.store_of(base)
-    out = Path(base.results_dir) / "site"
-    cli.require_writable(out, base)
-    with cli.stops_when_full(out, cli.SITE_FULL):
-        return _build_site(overrides, base, store, out)
+    ws = workspace.Workspace(overrides)
+    out = Path(ws.cfg.results_dir) / "site"
+    workspace.require_writable(out, ws.cfg)
+    with workspace.stops_when_full(out, workspace.SITE_FULL):
+        return _build_site(ws, out)
 
 
-def _build_site(overrides: Sequence[str], base: DictConfig, store: ResultStore,
-                out: Path) -> int:
+def _build_site(ws: workspace.Workspace, out: Path) -> int:
     """:func:`cmd_site` once its output folder is known to be writable."""
+    overrides, base, store = ws.overrides, ws.cfg, ws.store
     names = set(choices("experiment"))
     runs = [(e, p) for e, p in store.runs() if e in names
-            and (not cli.given(overrides, "experiment") or e == base.experiment.name)
-            and (not cli.given(overrides, "profile") or p == base.profile.name)]
+            and (not workspace.given(overrides, "experiment") or e == base.experiment.name)
+            and (not workspace.given(overrides, "profile") or p == base.profile.name)]
     version = version_text()
     pages: dict[int, Page] = {}
-    stale: list[tuple[int, DictConfig, str]] = []
+    stale: list[tuple[int, workspace.Grid, str]] = []
     for i, (experiment, profile) in enumerate(runs):
-        cfg = cli.compose_config([*overrides, f"experiment={experiment}", f"profile={profile}"])
-        fp = page_fingerprint(cfg, store)
+        g = ws.grid(experiment, profile)
+        fp = page_fingerprint(g, store)
         cached = Page.load(out / f"{experiment}-{profile}", fp)
         if cached is None:
-            stale.append((i, cfg, fp))
+            stale.append((i, g, fp))
         else:
             pages[i] = cached
     workers = site_workers(overrides, base, len(stale))
     with progress_bar(disable=not base.runner.get("progress", True)) as bar:
         task = bar.add_task("site", total=len(stale), status=f"{workers} worker(s)")
         if workers == 1:
-            built = (build_page(cfg, store, out, fp) for _, cfg, fp in stale)
+            built = (build_page(g, store, out, fp) for _, g, fp in stale)
         else:
             built = Parallel(n_jobs=workers, return_as="generator")(
-                delayed(_build_in_worker)(cfg, str(store.root), str(out), fp)
-                for _, cfg, fp in stale)
+                delayed(_build_in_worker)(g, str(store.root), str(out), fp)
+                for _, g, fp in stale)
         for (i, _, _), page in zip(stale, built, strict=True):
             pages[i] = page
             bar.advance(task)
     rebuilt = len(stale)
     pages = [pages[i] for i in range(len(runs))]
-    experiments = {n: None if cli.is_arena(n) else str(cli.experiment_field(n, "paper") or "")
-                   for n in sorted(names)}
+    experiments = {n: None if workspace.is_arena(n)
+                   else str(workspace.experiment_field(n, "paper") or "") for n in sorted(names)}
     build.write_index(out, papers(), experiments,
                       {n: description("experiment", n) for n in names}, pages, version)
     build.write_data(out, pages)

@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpbench.cli import compose_config
 from dpbench.entry import main
 from dpbench.runner.grid import expand_cells
+from dpbench.workspace import compose_config
 
 TOY_MODULE = '''
 """A toy generator for the arena membership test: uniform records, pure 0-DP."""

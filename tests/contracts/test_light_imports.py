@@ -31,7 +31,7 @@ def conf_targets() -> list[str]:
 
 _PROBE = """
 import json, sys
-from dpbench.cli import arena_grid, compose_config, grid
+from dpbench.workspace import arena_grid, compose_config, grid
 from dpbench.runner.execute import import_object
 
 for target in json.loads(sys.argv[1]):

@@ -207,10 +207,10 @@ def test_a_deferred_trial_is_held_stores_nothing_and_runs_when_asked_again(tmp_p
                                                                             monkeypatch):
     """run_trial(defer=True) of a DD-SSP trial whose release another process is building:
     outcome HELD, no record, no lease left; asked again once it is free: computed, ok."""
-    from dpbench.cli import compose_config, grid
     from dpbench.runner import artifacts
     from dpbench.runner.execute import HELD, run_trial
     from dpbench.runner.store import ResultStore
+    from dpbench.workspace import compose_config, grid
 
     (spec,) = grid(compose_config(["experiment=linreg_adult", "profile=smoke",
                                    "methods=[ddssp]", "epsilons=[1.0]", "trials=1"]))

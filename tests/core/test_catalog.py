@@ -9,8 +9,8 @@ import re
 import pytest
 
 from dpbench import catalog
-from dpbench.cli import compose_config
 from dpbench.runner.grid import choices, entry_name
+from dpbench.workspace import compose_config
 
 
 def _names(axis: str) -> list[str]:

@@ -80,7 +80,7 @@ def test_missing_data_file_names_the_file(seeded: Path, tmp_path: Path) -> None:
 
 def test_default_experiment_and_paper_form_compose() -> None:
     """No experiment= composes the default (a paper subfolder); <paper>/<name> works too."""
-    from dpbench.cli import compose_config
+    from dpbench.workspace import compose_config
 
     assert compose_config([]).experiment.name == "linreg_adult"
     assert compose_config(["experiment=ddssp/logreg_adult"]).experiment.name == "logreg_adult"
@@ -109,7 +109,7 @@ def test_excess_risk_inputs_are_refused_before_any_trial(seeded: Path, overrides
 def test_a_trials_override_capped_by_the_profile_is_said() -> None:
     """exrisk_table2's default profile keeps 4 trials: ``trials=8`` alone still runs 4, and
     the command says so (and how to raise it); with ``profile.trials=8`` it runs 8."""
-    from dpbench.cli import capped_note, compose_config, grid
+    from dpbench.workspace import capped_note, compose_config, grid
 
     base = ["experiment=exrisk_table2", "datasets=[mpdp_heart]", "epsilons=[1.0]"]
     capped = compose_config([*base, "trials=8"])

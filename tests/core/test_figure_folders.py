@@ -4,7 +4,7 @@ figures and boards under ``<name>[-<profile>]-custom-<hash of the changes>``."""
 
 from __future__ import annotations
 
-from dpbench.cli import compose_config, custom_grid, figure_dir
+from dpbench.workspace import compose_config, custom_grid, figure_dir
 
 
 def folder(*overrides: str) -> str:

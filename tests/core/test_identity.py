@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from dpbench.cli import compose_config
 from dpbench.runner.grid import choices, expand
+from dpbench.workspace import compose_config
 
 GOLDEN = Path(__file__).with_name("golden_keys.json")
 PROFILES = ("smoke", "default")

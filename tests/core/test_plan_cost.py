@@ -257,7 +257,7 @@ def test_makespan_hands_each_job_to_the_first_free_worker() -> None:
 def test_plan_states_the_slurm_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                        ) -> None:
     """``dpbench plan runner=slurm`` on a store holding half a grid's cells."""
-    from dpbench.cli import compose_config, grid
+    from dpbench.workspace import compose_config, grid
 
     args = ["experiment=linreg_adult", "methods=[ssp]", "profile=smoke",
             f"results_dir={tmp_path}"]
@@ -276,7 +276,7 @@ def test_estimate_against_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[st
     """Run a tiny grid; a plan of the same cells states their recorded times exactly, and
     for a new budget between the stored ones the interpolated estimate is within a factor of
     3 of the run's time."""
-    from dpbench.cli import compose_config, grid
+    from dpbench.workspace import compose_config, grid
 
     base = ["experiment=linreg_adult", "methods=[ssp]", "profile=smoke", "trials=3",
             "profile.trials=3", "profile.max_epsilons=null", f"results_dir={tmp_path}"]

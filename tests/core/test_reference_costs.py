@@ -120,7 +120,7 @@ def test_plan_states_a_grid_from_the_reference_alone(tmp_path: Path, monkeypatch
                                                      ) -> None:
     """A real run's trials exported by scripts/export_costs.py (to a file given by --out)
     size the same grid for an empty store: its CPU-hours are the trials' CPU seconds."""
-    import dpbench.cli as cli
+    from dpbench import workspace
 
     grid_args = ["experiment=linreg_adult", "methods=[ssp,adassp]", "profile=smoke"]
     ran, fresh = tmp_path / "ran", tmp_path / "fresh"
@@ -133,14 +133,14 @@ def test_plan_states_a_grid_from_the_reference_alone(tmp_path: Path, monkeypatch
     assert done.returncode == 0, done.stderr
     lines = read_reference(out)
     assert lines and all(ln["seconds_are"] == "cpu" for ln in lines)
-    monkeypatch.setattr(cli, "reference_files", lambda paper, experiment: [out])
+    monkeypatch.setattr(workspace, "reference_files", lambda paper, experiment: [out])
     capsys.readouterr()
     assert main(["plan", *grid_args, f"results_dir={fresh}"]) == 0
     text = capsys.readouterr().out
     assert f"{len(lines)} from reference fits of the same cells" in text, text
     assert (f"reference fits: {len(lines)} trial(s) ({len(lines)} in "
             f"{out.parent.name}/costs.jsonl)") in text
-    specs = cli.grid(cli.compose_config([*grid_args, f"results_dir={fresh}"]))
+    specs = workspace.grid(workspace.compose_config([*grid_args, f"results_dir={fresh}"]))
     expect = cost_lines(grid_cost(specs, specs, ResultStore(fresh / "store"),
                                   reference_trials(lines), "note"), workers=1)[0]
     assert expect.split(";")[0] in text, (expect, text)
@@ -207,7 +207,7 @@ def test_a_plan_reads_every_shipped_reference_its_own_first(tmp_path: Path, monk
     """reference_files: the experiment's own file first (its paper's; for an experiment of
     no paper, the one next to its yaml), then every other shipped one; a trial two files
     hold counts once (the first file's line); a paper with no file adds nothing."""
-    import dpbench.cli as cli
+    from dpbench import workspace
     from dpbench.runner.reference_costs import home_of, reference_files, shipped_files
 
     a, b = spec("a", "m", 1.0), spec("b", "m", 2.0)
@@ -232,9 +232,9 @@ def test_a_plan_reads_every_shipped_reference_its_own_first(tmp_path: Path, monk
     with pytest.raises(ConfigError, match="unknown paper 'nope'; valid: .*zz_own"):
         home_of("nope", "linreg_adult")
 
-    cfg = cli.compose_config(["experiment=linreg_adult"])
+    cfg = workspace.compose_config(["experiment=linreg_adult"])
     cfg.experiment.paper = "zz_own"
-    trials, note = cli.reference_of(cfg)
+    trials, note = workspace.reference_of(cfg)
     mine = [t for t in trials if t.spec.key in (a.key, b.key)]
     assert sorted(t.seconds for t in mine) == [2.0, 5.0]   # a: zz_own's line; b: aa_other's
     assert note.startswith("reference fits: ") and "1 in zz_own/costs.jsonl, " in note, note

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import figure_folder, run_cli
 
-from dpbench.cli import compose_config, figure_specs, grid, is_arena
 from dpbench.report.build import OTHER_METHODS, unshown
 from dpbench.runner.grid import choices
+from dpbench.workspace import compose_config, figure_specs, grid, is_arena
 
 
 @pytest.mark.parametrize("profile", ["smoke", "default", "paper"])

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from omegaconf import open_dict
 
-from dpbench.cli import compose_config
 from dpbench.runner import local
 from dpbench.runner.execute import resolve_delta
 from dpbench.runner.grid import ConfigError, costliest_first, expand, thin, thin_sweep
 from dpbench.runner.store import ResultStore
+from dpbench.workspace import compose_config
 
 
 def test_grid_size_order_and_overrides() -> None:
@@ -171,7 +171,7 @@ def test_experiment_profile_block_and_command_line_precedence(tmp_path: Path) ->
     exp = {"experiment": {"profiles": {"smoke": {"trials": 1}}}}
     from omegaconf import OmegaConf
 
-    from dpbench.cli import apply_experiment_profile
+    from dpbench.workspace import apply_experiment_profile
 
     cfg = compose_config(["experiment=linreg_adult", "profile=smoke"])
     with_block = OmegaConf.merge(cfg, exp)
@@ -311,8 +311,8 @@ def test_delta_rules_keep_their_exact_values() -> None:
 
 
 def test_a_grid_too_large_to_expand_is_refused_before_expanding() -> None:
-    from dpbench.cli import compose_config
     from dpbench.runner.grid import MAX_GRID_TRIALS, ConfigError, expand
+    from dpbench.workspace import compose_config
 
     cfg = compose_config(["experiment=linreg_adult", "trials=1000000000"])
     with pytest.raises(ConfigError, match=r"the grid has 35,000,000,000 trials .* more than "
@@ -321,8 +321,8 @@ def test_a_grid_too_large_to_expand_is_refused_before_expanding() -> None:
 
 
 def test_sweep_points_naming_no_method_is_refused() -> None:
-    from dpbench.cli import compose_config
     from dpbench.runner.grid import ConfigError, expand
+    from dpbench.workspace import compose_config
 
     cfg = compose_config(["experiment=binagg_ablation", "+profile.sweep_points={binag: 1}"])
     with pytest.raises(ConfigError, match=r"sweep_points names 'binag', which is no method "
@@ -331,8 +331,8 @@ def test_sweep_points_naming_no_method_is_refused() -> None:
 
 
 def test_a_swept_value_of_the_wrong_type_is_refused_before_any_trial() -> None:
-    from dpbench.cli import compose_config
     from dpbench.runner.grid import ConfigError, expand
+    from dpbench.workspace import compose_config
 
     cfg = compose_config(["experiment=binagg_ablation", "methods=[{binagg: {theta: [abc]}}]"])
     with pytest.raises(ConfigError, match=r"methods\.binagg: theta='abc' is str, but binagg's "

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_cli, stored_metrics, stored_records
 
-from dpbench.cli import compose_config
 from dpbench.runner.grid import ConfigError, costliest_first, expand
 from dpbench.runner.slurm import DELAY_ENV, SlurmSettings, submissions, trial_states
 from dpbench.runner.slurm_queue import ACTIVE_STATES, _expand, max_array_size, task_states
 from dpbench.runner.store import OK, ResultStore
+from dpbench.workspace import compose_config
 
 MAX_ARRAY = 4  # low MaxArraySize of the test cluster: the smoke grid needs several arrays
 # the data-independent methods only: the AIM-based ones have their own tests

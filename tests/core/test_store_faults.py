@@ -246,7 +246,7 @@ def test_the_figure_says_so_in_its_caption_and_legend(clean: Path, tmp_path: Pat
     """The same store as above, drawn in this process to read the figure's texts."""
     import importlib
 
-    from dpbench.cli import build_figures, compose_config
+    from dpbench.workspace import build_figures, compose_config
 
     kind = importlib.import_module("dpbench.report.kinds.metric_vs_eps")
 
@@ -314,7 +314,7 @@ def test_local_run_beside_the_slurm_task_code_computes_each_trial_once(
         clean: Path, tmp_path: Path) -> None:
     """A SLURM array task runs ``slurm.TrialBatch``; here one runs in a real process beside a
     local run of the same grid (the cluster itself is tested in test_slurm.py)."""
-    from dpbench.cli import compose_config, grid
+    from dpbench.workspace import compose_config, grid
 
     results, log = tmp_path / "results", tmp_path / "computations"
     specs = grid(compose_config([*GRID, f"results_dir={results}"]))

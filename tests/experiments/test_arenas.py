@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from conftest import smoke_results
 
-from dpbench.cli import arena_grid, compose_config, is_arena
 from dpbench.entry import main
 from dpbench.runner.grid import choices
 from dpbench.runner.store import OK, ResultStore
+from dpbench.workspace import arena_grid, compose_config, is_arena
 
 ARENAS = [e for e in choices("experiment") if is_arena(e)]
 NARROW = {

@@ -21,11 +21,11 @@ from conftest import smoke_results
 from raw_fixtures import fake_fire, fake_pums, fake_taxi, write_fire, write_pums, write_taxi
 from smoke_grids import NARROW
 
-from dpbench.cli import is_arena
 from dpbench.data import discrete, files, uci
 from dpbench.entry import main
 from dpbench.runner.grid import choices
 from dpbench.runner.store import OK, ResultStore
+from dpbench.workspace import is_arena
 
 # the arenas build leaderboards, not figures: tests/experiments/test_arenas.py runs them
 EXPERIMENTS = [e for e in choices("experiment") if not is_arena(e)]

@@ -31,9 +31,9 @@ def test_rebuilt_claims_match_old_verdicts(experiment: str, tmp_path: Path) -> N
     from omegaconf import OmegaConf
     from smoke_grids import NARROW
 
-    from dpbench.cli import compose_config, grid, store_of
     from dpbench.report.build import build_claims
     from dpbench.report.frame import results_frame
+    from dpbench.workspace import compose_config, grid, store_of
 
     results = _baseline_results().get(experiment)
     if results is None:

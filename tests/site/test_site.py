@@ -111,16 +111,16 @@ def mse(method: str, eps: float, trial: int) -> float:
 def toy_arena(root: Path, results: Path) -> list:
     """A tiny arena experiment under ``root`` (for ``DPBENCH_PATH``) whose smoke grid's
     records are written through the real store (fabricated, no trial runs); its specs."""
-    from dpbench import cli
+    from dpbench import workspace
 
     (root / "conf" / "experiment").mkdir(parents=True)
     (root / "conf" / "experiment" / "toy_arena.yaml").write_text(ARENA_YAML)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DPBENCH_PATH", str(root))
-        cfg = cli.compose_config(["experiment=toy_arena", "profile=smoke",
+        cfg = workspace.compose_config(["experiment=toy_arena", "profile=smoke",
                                   f"results_dir={results}"])
-        specs = cli.grid(cfg)
-    store = cli.store_of(cfg)
+        specs = workspace.grid(cfg)
+    store = workspace.store_of(cfg)
     for s in specs:
         store.put({"key": s.key, "status": "ok", "spec": s.to_dict(),
                    "metrics": {"mse": mse(s.method, s.epsilon, s.trial)},
