@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from omegaconf import DictConfig
@@ -298,35 +298,12 @@ def cmd_leaderboard(overrides: Sequence[str]) -> int:
     return 0
 
 
-def dispatch(args: argparse.Namespace,
-             more: Mapping[str, Callable[[Sequence[str]], int]] | None = None) -> int:
-    """Run the parsed command (``more``: commands defined outside this module, by name,
-    each taking the overrides); a bad input is one line on stderr and exit status 2, an
-    interruption says that finished trials are stored."""
+def dispatch(args: argparse.Namespace, command: Callable[[argparse.Namespace], int]) -> int:
+    """Run ``command`` (``entry.COMMANDS``' target of the parsed command) on ``args``; a
+    bad input is one line on stderr and exit status 2, an interruption says that finished
+    trials are stored."""
     try:
-        if more and args.command in more:
-            return more[args.command](args.overrides)
-        if args.command == "figures":
-            return cmd_figures(args.overrides)
-        if args.command == "leaderboard":
-            return cmd_leaderboard(args.overrides)
-        if args.command == "list":
-            return cmd_list(args.what)
-        cfg = compose_config(args.overrides)
-        if args.command == "compact":
-            print(store_of(cfg).compact())
-            return 0
-        if args.command == "status":
-            return sum(cmd_status(c, versions=args.versions)
-                       for c in status_configs(cfg, args.overrides))
-        try:
-            compile_cache.max_bytes()      # a bad cache cap stops the run before any work
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
-        note = capped_note(cfg, args.overrides)
-        if note:               # information, on stdout: stderr carries only the one-line errors
-            print(note)
-        return {"run": cmd_run, "plan": cmd_plan}[args.command](cfg)
+        return command(args)
     except (UserError, DataError, ConfigError) as exc:
         print(f"dpbench: error: {exc}", file=sys.stderr)
         return 2
@@ -337,6 +314,56 @@ def dispatch(args: argparse.Namespace,
         print("dpbench: terminated (SIGTERM); workers stopped, finished trials are stored, "
               "rerun to resume", file=sys.stderr)
         return 128 + 15
+
+
+def _grid_config(args: argparse.Namespace) -> DictConfig:
+    """``run``'s and ``plan``'s config, checked (the cache cap) and with its profile note."""
+    cfg = compose_config(args.overrides)
+    try:
+        compile_cache.max_bytes()      # a bad cache cap stops the run before any work
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    note = capped_note(cfg, args.overrides)
+    if note:               # information, on stdout: stderr carries only the one-line errors
+        print(note)
+    return cfg
+
+
+def run(args: argparse.Namespace) -> int:
+    """``dpbench run``."""
+    return cmd_run(_grid_config(args))
+
+
+def plan(args: argparse.Namespace) -> int:
+    """``dpbench plan``."""
+    return cmd_plan(_grid_config(args))
+
+
+def status(args: argparse.Namespace) -> int:
+    """``dpbench status``: each profile the experiment was run at (or the one given)."""
+    cfg = compose_config(args.overrides)
+    return sum(cmd_status(c, versions=args.versions) for c in status_configs(cfg, args.overrides))
+
+
+def compact(args: argparse.Namespace) -> int:
+    """``dpbench compact``."""
+    print(store_of(compose_config(args.overrides)).compact())
+    return 0
+
+
+def figures(args: argparse.Namespace) -> int:
+    """``dpbench figures``."""
+    return cmd_figures(args.overrides)
+
+
+def leaderboard(args: argparse.Namespace) -> int:
+    """``dpbench leaderboard``."""
+    return cmd_leaderboard(args.overrides)
+
+
+def listing(args: argparse.Namespace) -> int:
+    """``dpbench list``."""
+    return cmd_list(args.what)
 
 
 def cmd_list(groups: Sequence[str]) -> int:

@@ -12,16 +12,24 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-#: (subcommand, one-line help), in the order ``--help`` lists them
-COMMANDS = [("run", "run (or resume) an experiment's grid"),
-            ("plan", "show the grid: trial counts, done / to do"),
-            ("status", "done / failed / pending per dataset, method and epsilon"),
-            ("figures", "build every figure and table from stored results"),
-            ("compact", "write the store as one parquet file"),
-            ("leaderboard", "build the boards of the arena experiments"),
-            ("site", "build the static results site (results/site/index.html)"),
-            ("list", "experiments, methods and datasets, with what each serves"),
-            ("audit", "empirical lower bound on a mechanism's epsilon (conf/audit/)")]
+#: (subcommand, one-line help, what runs it: ``module:function`` taking the parsed
+#: arguments), in the order ``--help`` lists them: the one registry of commands (the
+#: module is imported only to run its command)
+COMMANDS = [("run", "run (or resume) an experiment's grid", "dpbench.cli:run"),
+            ("plan", "show the grid: trial counts, done / to do", "dpbench.cli:plan"),
+            ("status", "done / failed / pending per dataset, method and epsilon",
+             "dpbench.cli:status"),
+            ("figures", "build every figure and table from stored results",
+             "dpbench.cli:figures"),
+            ("compact", "write the store as one parquet file", "dpbench.cli:compact"),
+            ("leaderboard", "build the boards of the arena experiments",
+             "dpbench.cli:leaderboard"),
+            ("site", "build the static results site (results/site/index.html)",
+             "dpbench.site.command:site"),
+            ("list", "experiments, methods and datasets, with what each serves",
+             "dpbench.cli:listing"),
+            ("audit", "empirical lower bound on a mechanism's epsilon (conf/audit/)",
+             "dpbench.entry:_audit")]
 
 
 class _Version(argparse.Action):
@@ -41,7 +49,7 @@ def parser() -> argparse.ArgumentParser:
                                 "differential-privacy papers and compare their methods")
     p.add_argument("--version", action=_Version, nargs=0, help="show the version and commit")
     sub = p.add_subparsers(dest="command", required=True)
-    for name, text in COMMANDS:
+    for name, text, _ in COMMANDS:
         s = sub.add_parser(name, help=text)
         if name == "list":
             s.add_argument("what", nargs="*", default=["experiments", "methods", "datasets"],
@@ -73,23 +81,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         compile_cache.reexec_with_hash_seed()
     args = parser().parse_args(argv)
+    import importlib
+
     from dpbench.cli import dispatch
 
-    return dispatch(args, {"site": _site, "audit": _audit})
+    module, _, function = next(t for n, _, t in COMMANDS if n == args.command).partition(":")
+    return dispatch(args, getattr(importlib.import_module(module), function))
 
 
-def _site(overrides: Sequence[str]) -> int:
-    """``dpbench site`` (its module imported only for this command)."""
-    from dpbench.site.command import cmd_site
-
-    return cmd_site(overrides)
-
-
-def _audit(overrides: Sequence[str]) -> int:
+def _audit(args: argparse.Namespace) -> int:
     """``dpbench audit`` (its module imported only for this command)."""
     from dpbench.audit.command import cmd_audit
 
-    return cmd_audit(overrides)
+    return cmd_audit(args.overrides)
 
 
 if __name__ == "__main__":

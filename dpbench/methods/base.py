@@ -23,7 +23,7 @@ in one line; tests/contracts runs every method yaml on a dataset it serves):
 - ``noiseless_info``: ``info`` keys that are statistics of the private rows without noise
   (paper diagnostics), marked wherever shown; no other key may be one;
 - ``serves``: the task names it can be scored by (``dpbench.tasks.TASKS``);
-- ``requires``: data capabilities it needs, a subset of ``dpbench.data.CAPABILITIES``
+- ``requires``: data capabilities it needs, a subset of ``dpbench.data.base.CAPABILITIES``
   (e.g. ``discrete`` for marginal-based methods, ``x_range`` for box-based ones);
 - ``produces``: the output kinds (``dpbench.methods.outputs``) that ``output(kind)``
   returns after ``fit``: what tasks consume. ``output((kind, ...))`` (a task that scores
@@ -46,14 +46,16 @@ from numpy.typing import NDArray
 from dpbench.data.base import TabularData
 from dpbench.methods.outputs import Intervals, LinearFit, SyntheticTable
 from dpbench.privacy.accountant import Accountant, Currency
+from dpbench.privacy.relations import RELATIONS
 
 if TYPE_CHECKING:
     from dpbench.tasks.base import Task
 
 T = TypeVar("T")
 
-#: the neighbouring relations a method may declare (``Method.neighbours``)
-NEIGHBOUR_RELATIONS: tuple[str, ...] = ("add_remove", "replace_one")
+#: the neighbouring relations a method may declare (``Method.neighbours``): the one list,
+#: ``privacy.relations.RELATIONS``
+NEIGHBOUR_RELATIONS: tuple[str, ...] = RELATIONS
 
 
 class Method(ABC):
@@ -69,7 +71,7 @@ class Method(ABC):
     relations: ClassVar[tuple[str, ...]] = ()
     #: tasks it serves
     serves: ClassVar[frozenset[str]] = frozenset()
-    #: data capabilities it needs (dpbench.data.CAPABILITIES)
+    #: data capabilities it needs (dpbench.data.base.CAPABILITIES)
     requires: ClassVar[frozenset[str]] = frozenset()
     #: ``info`` keys computed WITHOUT noise from the private rows (diagnostics a paper
     #: shows): every record lists them (``privacy.noiseless_info``) and reports say so in red

@@ -20,7 +20,8 @@ from dpbench.runner.grid import ConfigError, did_you_mean
 #: the figure-spec keys every kind takes (the experiment fills title, paper and note)
 COMMON_KEYS = frozenset({"kind", "name", "title", "paper", "note", "methods"})
 KINDS_DIR = Path(__file__).resolve().parent / "kinds"
-#: kind -> the module (in report/kinds/) that draws it; report.kinds.KINDS is the same map
+#: kind -> the module (in report/kinds/) that draws it, with a function of the kind's name:
+#: the one registry of figure kinds (report.kinds.KINDS imports the builders from it)
 MODULES = {"metric_vs_eps": "metric_vs_eps", "metric_vs_param": "metric_vs_param",
            "histogram": "histogram", "posterior_ecdf": "posterior",
            "posterior_density": "posterior", "paper_table": "paper_table",

@@ -68,8 +68,8 @@ def results_frame(specs: Sequence[TrialSpec], store: ResultStore,
 
 
 def _family_label(spec: TrialSpec) -> str:
-    """The method yaml's own label, without a sweep point's suffix (``PATE (n_teachers=100)``
-    -> ``PATE``): what a fact shared by every point of a sweep is said of."""
+    """The method yaml's own label, without a sweep point's suffix (``Method (k=100)`` ->
+    ``Method``): what a fact shared by every point of a sweep is said of."""
     return _yaml_label(spec.method.split("[", 1)[0]) or \
         str(spec.meta.get("method_label", spec.method))
 

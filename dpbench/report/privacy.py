@@ -124,8 +124,8 @@ def understated_notes(frame: pd.DataFrame) -> list[str]:
 
 
 def _family(frame: pd.DataFrame) -> pd.Series:
-    """Each row's method without its sweep point (one alert for all of PATE's teacher
-    counts), or its label where the frame has no family column."""
+    """Each row's method without its sweep point (one alert for all the points of a sweep,
+    e.g. of an ensemble's sizes), or its label where the frame has no family column."""
     return frame["method_family"] if "method_family" in frame else frame["method_label"]
 
 

@@ -5,6 +5,7 @@ fingerprint changed; then the index, the papers' pages and the data files
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import sys
@@ -139,6 +140,11 @@ def site_workers(overrides: Sequence[str], cfg: DictConfig, stale: int) -> int:
     (pages are plotting, light on memory), never more than the pages."""
     n = int(cfg.runner.n_jobs) if workspace.given(overrides, "runner.n_jobs") else -1
     return max(1, min(stale, (os.cpu_count() or 1) if n == -1 else n))
+
+
+def site(args: argparse.Namespace) -> int:
+    """``dpbench site`` (``entry.COMMANDS``)."""
+    return cmd_site(args.overrides)
 
 
 def cmd_site(overrides: Sequence[str]) -> int:

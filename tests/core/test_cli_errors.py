@@ -151,3 +151,19 @@ def test_version_names_the_release_and_the_commit(capsys: pytest.CaptureFixture[
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("dpbench ") and "(commit " in out, out
+
+
+def test_every_command_is_one_registry_entry() -> None:
+    """``entry.COMMANDS`` is the one list of commands (issue 59): each entry's name, help and
+    target, a function of the parsed arguments that exists."""
+    import importlib
+
+    from dpbench.entry import COMMANDS, parser
+
+    names = [n for n, _, _ in COMMANDS]
+    assert len(names) == len(set(names))
+    sub = next(a for a in parser()._actions if a.dest == "command")
+    assert list(sub.choices) == names
+    for _, text, target in COMMANDS:
+        module, _, function = target.partition(":")
+        assert text and callable(getattr(importlib.import_module(module), function)), target

@@ -10,37 +10,25 @@ experiment's inline ``figures:``) and ``papers/<paper>/``.
 
 from __future__ import annotations
 
-import sys
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from dpbench.report.kinds.bars import bars
-from dpbench.report.kinds.best_over_sweep import best_over_sweep
-from dpbench.report.kinds.function_approx import function_approx
-from dpbench.report.kinds.histogram import histogram
-from dpbench.report.kinds.metric_vs_eps import metric_vs_eps
-from dpbench.report.kinds.metric_vs_param import metric_vs_param
-from dpbench.report.kinds.paper_table import paper_table
-from dpbench.report.kinds.posterior import posterior_density, posterior_ecdf
+from dpbench.report.figure_keys import MODULES
 
 Builder = Callable[[pd.DataFrame, dict[str, Any], Path], list[Path]]
 
+#: kind -> its builder: the function of that name in the module ``figure_keys.MODULES``
+#: names for it (the one list of kinds; a new kind is a module here and a line there)
 KINDS: dict[str, Builder] = {
-    "metric_vs_eps": metric_vs_eps,
-    "metric_vs_param": metric_vs_param,
-    "histogram": histogram,
-    "posterior_ecdf": posterior_ecdf,
-    "posterior_density": posterior_density,
-    "paper_table": paper_table,
-    "function_approx": function_approx,
-    "bars": bars,
-    "best_over_sweep": best_over_sweep,
-}
+    kind: getattr(importlib.import_module(f"dpbench.report.kinds.{module}"), kind)
+    for kind, module in MODULES.items()}
 
 
 #: per kind, the spec keys its module reads (its ``KEYS``) besides the common ones
-KEYS: dict[str, frozenset[str]] = {kind: sys.modules[fn.__module__].KEYS
-                                   for kind, fn in KINDS.items()}
+KEYS: dict[str, frozenset[str]] = {
+    kind: importlib.import_module(f"dpbench.report.kinds.{module}").KEYS
+    for kind, module in MODULES.items()}
