@@ -1,5 +1,5 @@
 """Sealed cache files: a header naming the format, then the sha256 of the payload, then
-the payload. The caches (program_store.py's traced programs, runner/artifacts.py's
+the payload. The caches (program_store.py's traced programs, artifacts.py's
 releases) check the seal before they decode a byte of the payload, so flipped bytes
 anywhere in a file (header, digest or payload) are caught before a pickle is loaded or an
 array is used; the caller then deletes the file and rebuilds it (:func:`discard`)."""
@@ -7,10 +7,23 @@ array is used; the caller then deletes the file and rebuilds it (:func:`discard`
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON (sorted keys, no whitespace) used for hashing."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def digest(obj: Any) -> str:
+    """sha256 hex digest of ``canonical_json(obj)`` (a trial's key, an artifact's key)."""
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
+
 
 _DIGEST = hashlib.sha256().digest_size
 

@@ -50,6 +50,7 @@ import numpy as np
 from jax import monitoring
 from threadpoolctl import threadpool_limits
 
+from dpbench.artifacts import current_context
 from dpbench.data.base import Split
 from dpbench.methods.classification.default_logistic import default_logistic
 from dpbench.methods.marginals.aim import AIMSettings
@@ -59,7 +60,6 @@ from dpbench.methods.marginals.workloads import build_workload
 from dpbench.methods.outputs import SyntheticTable
 from dpbench.methods.regression.aim_synth import AIMSynth
 from dpbench.privacy import Accountant
-from dpbench.runner.artifacts import current_context
 from dpbench.runner.execute import import_object, resolve_delta, target_epsilon
 from dpbench.runner.grid import expand, load_entry
 from dpbench.runner.local import progress_bar

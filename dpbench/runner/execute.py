@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from threadpoolctl import threadpool_limits
 
 from dpbench import compile_cache
+from dpbench.artifacts import ArtifactBusy, artifact_context
 from dpbench.privacy.accountant import (
     BUDGET_REL_TOL,
     Accountant,
@@ -34,7 +35,6 @@ from dpbench.privacy.accountant import (
 from dpbench.privacy.conversions import cdp_eps, gdp_eps
 from dpbench.privacy.relations import group_guarantee, group_size, native_target
 from dpbench.roots import commit
-from dpbench.runner.artifacts import ArtifactBusy, artifact_context
 from dpbench.runner.diskspace import is_full
 from dpbench.runner.reference import machine_text
 from dpbench.runner.spec import TrialSpec, digest

@@ -873,7 +873,7 @@ def costliest_first(specs: Sequence[TrialSpec]) -> list[TrialSpec]:
     mechanisms whose cost depends on the budget it grows with it (an adaptive marginal
     mechanism runs more rounds and fits larger models at a larger eps), and for the others
     the order is immaterial. It also keeps a release shared by two methods
-    (runner/artifacts.py) from being built by the first method's last, longest trial while
+    (dpbench/artifacts.py) from being built by the first method's last, longest trial while
     the second method's trial for the same cell waits on its lock with nothing else left to
     run.
     The grid's own order (:func:`expand`) is unchanged: this is only the order of work, used

@@ -7,23 +7,13 @@ execution order, worker count or backend.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-
-def canonical_json(obj: Any) -> str:
-    """Deterministic JSON (sorted keys, no whitespace) used for hashing."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-def digest(obj: Any) -> str:
-    """sha256 hex digest of ``canonical_json(obj)``."""
-    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
+from dpbench.checksum import canonical_json, digest  # noqa: F401  (spec.digest: the key)
 
 
 @dataclass(frozen=True)

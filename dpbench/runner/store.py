@@ -44,7 +44,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpbench.runner.artifacts import atomic_write_bytes
+from dpbench.artifacts import atomic_write_bytes
 
 if TYPE_CHECKING:
     from dpbench.runner.reference import Reference

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from marginal_fixtures import discrete_data
 
+from dpbench.artifacts import ArtifactStore, artifact_context
 from dpbench.methods.marginals.noise import noise_disabled
 from dpbench.methods.regression.aim_synth import AIMSynth
 from dpbench.methods.regression.ddssp import DDSSP
 from dpbench.privacy import Accountant
-from dpbench.runner.artifacts import ArtifactStore, artifact_context
 
 REPO = Path(__file__).resolve().parents[2]
 DOMAIN = {"x1": 3, "x2": 4, "y": 5}
@@ -64,7 +64,7 @@ def test_concurrent_processes_build_once(tmp_path):
     code = textwrap.dedent(f"""
         import sys, time, numpy as np
         sys.path.insert(0, {str(REPO)!r})
-        from dpbench.runner.artifacts import ArtifactStore
+        from dpbench.artifacts import ArtifactStore
         def build():
             with open({str(counter)!r}, "a") as fh:
                 fh.write("built\\n")
@@ -135,7 +135,7 @@ def _flip(path: Path, offset: int) -> None:
 
 @pytest.mark.parametrize("where", ["header", "digest", "payload start", "middle", "last byte"])
 def test_a_damaged_artifact_is_deleted_rebuilt_and_rewritten(tmp_path, caplog, where):
-    from dpbench.runner import artifacts
+    from dpbench import artifacts
 
     store = ArtifactStore(tmp_path)
     calls = []
@@ -182,7 +182,7 @@ def test_with_defer_a_missing_artifact_being_built_elsewhere_is_busy_not_awaited
     read whoever holds the lock; once the lock is free the deferring store builds it."""
     import fcntl
 
-    from dpbench.runner.artifacts import ArtifactBusy
+    from dpbench.artifacts import ArtifactBusy
 
     store = ArtifactStore(tmp_path, defer=True)
     calls = []
@@ -207,7 +207,7 @@ def test_a_deferred_trial_is_held_stores_nothing_and_runs_when_asked_again(tmp_p
                                                                             monkeypatch):
     """run_trial(defer=True) of a DD-SSP trial whose release another process is building:
     outcome HELD, no record, no lease left; asked again once it is free: computed, ok."""
-    from dpbench.runner import artifacts
+    from dpbench import artifacts
     from dpbench.runner.execute import HELD, run_trial
     from dpbench.runner.store import ResultStore
     from dpbench.workspace import compose_config, grid

@@ -158,9 +158,9 @@ def test_program_keeps_the_seed_and_gets_its_own_artifact(tmp_path):
     the same charges, and each is its own artifact (one never answers the other's request)."""
     from marginal_fixtures import discrete_data
 
+    from dpbench.artifacts import artifact_context
     from dpbench.methods.regression.ddssp import DDSSP
     from dpbench.privacy import Accountant
-    from dpbench.runner.artifacts import artifact_context
 
     data = discrete_data(np.random.default_rng(0), 2000, {"x1": 3, "x2": 4, "y": 5}, "y",
                          categorical=("x2",))

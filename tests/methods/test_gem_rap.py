@@ -288,8 +288,8 @@ def test_reduced_pretraining_uses_only_marginals_inside_the_public_attributes() 
 
 
 def test_pretraining_is_one_cached_artifact_for_every_trial_and_eps(tmp_path) -> None:
+    from dpbench.artifacts import artifact_context
     from dpbench.methods.query_release.gem_pub import GEMPub
-    from dpbench.runner.artifacts import artifact_context
     data = with_public()
     infos = []
     for cell, eps, seed in (("trial0", 0.5, 0), ("trial1", 1.0, 1)):

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 from marginal_fixtures import MD_ATTRS, MD_SIZES, discrete_data, noisy_measurements
 
+from dpbench.artifacts import artifact_context
 from dpbench.methods.marginals import _mbi, settings
 from dpbench.methods.marginals._mbi import ORACLES, OneOracleMirrorDescent
 from dpbench.methods.marginals.aim import AIMSettings
 from dpbench.methods.regression.ddssp import DDSSP
 from dpbench.privacy import Accountant
-from dpbench.runner.artifacts import artifact_context
 
 CLIQUES = [("a", "b"), ("b", "c"), ("a", "c"), ("c", "d", "e"), ("a", "e")]   # a cycle
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from dpbench.runner.artifacts import current_context
+from dpbench.artifacts import current_context
 
 if TYPE_CHECKING:
     from dpbench.methods.bayes import models

@@ -25,13 +25,13 @@ from typing import Any
 
 import numpy as np
 
+from dpbench.artifacts import current_context
 from dpbench.data.base import TabularData
 from dpbench.methods.marginals.model import MarginalModel
 from dpbench.methods.marginals.noise import noise_is_off
 from dpbench.methods.marginals.settings import EXACT_ORACLES, AIMSettings, MSTSettings
 from dpbench.methods.marginals.workloads import WORKLOADS, build_workload, is_workload
 from dpbench.privacy.accountant import Accountant
-from dpbench.runner.artifacts import current_context
 
 MECHANISMS = ("aim", "mst")
 ARTIFACT_VERSION = 1
