@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 DPB    := $(VENV)/bin/dpbench
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lock slurm-local browser demo test audit-mutations smoke figures site lint costs bench bench-peers bench-peers-qr
+.PHONY: install lock slurm-local browser demo test audit-mutations smoke figures site lint costs bench bench-peers bench-peers-qr reference
 
 install: $(STAMP)   ## virtualenv with every dependency (torch pinned to the 2.13.0 CPU build)
 
@@ -68,6 +68,13 @@ figures: install    ## every figure and table, and every arena board, from store
 
 site: install       ## the static results site from stored results: results/site/index.html
 	$(DPB) site
+
+# REFERENCE: the experiments to keep (default: every one); REFERENCE_PROFILE: their profile
+REFERENCE ?=
+REFERENCE_PROFILE ?= default
+
+reference: install  ## results/reference (shipped results) from results/store + the old reference: make reference [REFERENCE="linreg_adult ..."]
+	$(PY) scripts/build_reference.py $(REFERENCE) --profile $(REFERENCE_PROFILE)
 
 lint: install
 	$(VENV)/bin/ruff check dpbench tests scripts

@@ -361,6 +361,27 @@ def leaderboard(args: argparse.Namespace) -> int:
     return cmd_leaderboard(args.overrides)
 
 
+def compare(args: argparse.Namespace) -> int:
+    """``dpbench compare``: this machine's trials of an experiment's grid against the
+    reference results, cell by cell (``report/compare.py``); exit 1 where they differ."""
+    from dpbench.report.compare import compare as compare_cells
+    from dpbench.report.compare import lines
+    from dpbench.runner.reference import shipped
+    from dpbench.tasks import TASKS
+
+    cfg = compose_config(args.overrides)
+    reference = shipped()
+    if reference is None:
+        raise UserError("no reference results to compare with (results/reference/"
+                        "trials.jsonl.gz, or DPBENCH_REFERENCE); `make reference` builds them "
+                        "from a store")
+    metrics = [m for m in TASKS[str(cfg.experiment.task)].metrics if not m.endswith("*")]
+    verdict = compare_cells(str(cfg.experiment.name), grid(cfg),
+                            store_of(cfg, reference=False), reference, metrics)
+    print("\n".join(lines(verdict)))
+    return 1 if verdict.problems else 0
+
+
 def listing(args: argparse.Namespace) -> int:
     """``dpbench list``."""
     return cmd_list(args.what)

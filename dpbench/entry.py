@@ -29,7 +29,9 @@ COMMANDS = [("run", "run (or resume) an experiment's grid", "dpbench.cli:run"),
             ("list", "experiments, methods and datasets, with what each serves",
              "dpbench.cli:listing"),
             ("audit", "empirical lower bound on a mechanism's epsilon (conf/audit/)",
-             "dpbench.entry:_audit")]
+             "dpbench.entry:_audit"),
+            ("compare", "your trials against the reference results, cell by cell",
+             "dpbench.cli:compare")]
 
 
 class _Version(argparse.Action):

@@ -62,6 +62,7 @@ from dpbench.runner.grid import (
     load_entry,
     top_level_keys,
 )
+from dpbench.runner.reference import shipped
 from dpbench.runner.reference_costs import read_reference, reference_files, summary
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import CORRUPT, OK, Damage, ResultStore
@@ -173,9 +174,11 @@ def profile_order() -> list[str]:
     return sorted(choices("profile"), key=lambda p: (p != "default", p))
 
 
-def store_of(cfg: DictConfig) -> ResultStore:
-    """The store of ``results_dir``."""
-    return ResultStore(Path(cfg.results_dir) / "store")
+def store_of(cfg: DictConfig, *, reference: bool | None = None) -> ResultStore:
+    """The store of ``results_dir``, with the shipped reference results behind it unless
+    ``reference=false`` (``runner/reference.py``; ``reference`` overrides the config)."""
+    use = bool(cfg.get("reference", True)) if reference is None else reference
+    return ResultStore(Path(cfg.results_dir) / "store", shipped(use))
 
 
 #: bytes the write probe writes (and syncs): a folder with less room fails up front

@@ -19,6 +19,9 @@ import pytest
 import submitit  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
+# the suite's grids run their trials: no shipped reference answers them (the reference's own
+# tests name a folder); subprocesses inherit it
+os.environ["DPBENCH_REFERENCE"] = "off"
 
 
 def stored_records(results: Path) -> dict[str, dict]:

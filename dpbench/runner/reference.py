@@ -51,9 +51,24 @@ def machine_text() -> str:
     return f"{model or os.uname().sysname}, {os.cpu_count()} cores"
 
 
+#: environment: a folder to read the reference from instead, or ``off`` for none (the
+#: test suite sets ``off``: its grids must run, not be answered by shipped trials)
+ENV = "DPBENCH_REFERENCE"
+
+
 def default_dir() -> Path:
     """``results/reference`` of the repository (shipped with the code)."""
     return REPO / "results" / REFERENCE
+
+
+def shipped(enabled: bool = True) -> Reference | None:
+    """The reference a store reads beside itself: ``DPBENCH_REFERENCE`` (a folder, or
+    ``off``), else the repository's; None when disabled or absent."""
+    where = os.environ.get(ENV, "")
+    if not enabled or where.lower() == "off":
+        return None
+    found = Reference(Path(where) if where else default_dir())
+    return found if found.exists() else None
 
 
 class Reference:
@@ -109,10 +124,12 @@ def origin_of(record: Mapping[str, Any]) -> str:
     return f"{REFERENCE}, {commit}, {date}, {host}"
 
 
-def write_reference(records: Iterable[Mapping[str, Any]], folder: str | Path) -> Path:
+def write_reference(records: Iterable[Mapping[str, Any]], folder: str | Path,
+                    grids: Mapping[str, Mapping[str, int]] | None = None) -> Path:
     """Write ``records`` (ok trials, sorted by key) as the reference in ``folder``: the
-    gzip JSON lines, then the manifest (counts, commits, hosts, sha256). Refuses a result
-    over :data:`SIZE_CAP`. Deterministic: the same records give the same bytes."""
+    gzip JSON lines, then the manifest (counts, commits, hosts, sha256, and ``grids``:
+    per ``experiment@profile`` its trials held and asked). Refuses a result over
+    :data:`SIZE_CAP`. Deterministic: the same records give the same bytes."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     kept = sorted((dict(r) for r in records if r.get("status") == "ok"),
@@ -130,14 +147,13 @@ def write_reference(records: Iterable[Mapping[str, Any]], folder: str | Path) ->
                          f"{SIZE_CAP / 2**20:.0f} MB cap; keep fewer grids")
     out = folder / TRIALS_FILE
     tmp.replace(out)
-    experiments = Counter(str(r["spec"].get("meta", {}).get("experiment", "")) for r in kept)
     manifest = {"trials": len(kept), "bytes": size,
                 "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
                 "commits": dict(Counter(str(r.get("commit")) for r in kept)),
                 "hosts": dict(Counter(str(r.get("cpu") or r.get("host")) for r in kept)),
                 "finished": [min((str(r.get("finished_at")) for r in kept), default=None),
                              max((str(r.get("finished_at")) for r in kept), default=None)],
-                "experiments": dict(sorted(experiments.items()))}
+                "grids": {g: dict(v) for g, v in sorted((grids or {}).items())}}
     (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return out
 

@@ -45,11 +45,13 @@ def test_the_store_answers_from_the_reference_where_it_lacks_a_key(tmp_path: Pat
 
 def test_written_reference_is_deterministic_with_a_manifest(tmp_path: Path) -> None:
     recs = [record(spec(t), float(t)) for t in range(4)]
-    a = ref.write_reference(recs, tmp_path / "a")
-    b = ref.write_reference(list(reversed(recs)), tmp_path / "b")
+    a = ref.write_reference(recs, tmp_path / "a", {"toy@default": {"held": 4, "asked": 5}})
+    b = ref.write_reference(list(reversed(recs)), tmp_path / "b",
+                            {"toy@default": {"held": 4, "asked": 5}})
     assert a.read_bytes() == b.read_bytes()
     manifest = ref.Reference(tmp_path / "a").manifest()
-    assert manifest["trials"] == 4 and manifest["experiments"] == {"toy": 4}
+    assert manifest["trials"] == 4 and manifest["grids"] == {"toy@default": {"held": 4,
+                                                                             "asked": 5}}
     assert manifest["hosts"] == {"Toy CPU, 2 cores": 4}
     with gzip.open(a, "rt") as fh:
         lines = [json.loads(x) for x in fh]

@@ -1,0 +1,76 @@
+"""The reference results end to end on a fixture reference (exrisk_fig1's default grid, five
+trials of a second of CPU): ``scripts/build_reference.py`` builds it from a store; with it
+behind an empty store ``status`` finds the grid done, ``run`` runs nothing and ``site``
+shows the page; ``compare`` finds nothing to compare before a local run, agreement bit for
+bit after one, and names the cell of a planted change (exit 1)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, run_cli, stored_records
+
+EXP = "experiment=exrisk_fig1"
+
+
+@pytest.fixture(scope="module")
+def fixture_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ref")
+    run_cli("run", EXP, f"results_dir={root / 'published'}", "runner.n_jobs=1", check=True)
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "build_reference.py"),
+                           "exrisk_fig1", "--out", str(root / "reference"),
+                           f"results_dir={root / 'published'}"],
+                          capture_output=True, text=True, cwd=REPO, timeout=600,
+                          env={"DPBENCH_REFERENCE": "off", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert "exrisk_fig1 (default): 5 of 5 trials" in proc.stdout, proc.stdout
+    return root / "reference"
+
+
+def test_an_empty_store_reads_the_reference(fixture_reference: Path, tmp_path: Path) -> None:
+    env = {"DPBENCH_REFERENCE": str(fixture_reference)}
+    out = tmp_path / "fresh"
+    status = run_cli("status", EXP, f"results_dir={out}", env=env, check=True).stdout
+    assert "total: ok 5, failed 0, pending 0" in status, status
+    run = run_cli("run", EXP, f"results_dir={out}", "runner.n_jobs=1", env=env, check=True)
+    assert not stored_records(out), run.stdout          # nothing ran: the reference holds it
+    run_cli("site", f"results_dir={out}", env=env, check=True)
+    page = json.loads((out / "site" / "exrisk_fig1-default" / "page.json").read_text())
+    assert page["trials_ok"] == 5
+    assert any(o.startswith("reference, ") for o in page["provenance"]["origins"]), page
+    # reference=false: this machine's store only
+    alone = run_cli("status", EXP, f"results_dir={out}", "reference=false", env=env).stdout
+    assert "total: ok 0, failed 0, pending 5" in alone, alone
+
+
+def test_compare_agrees_after_a_rerun_and_names_a_planted_change(
+        fixture_reference: Path, tmp_path: Path) -> None:
+    env = {"DPBENCH_REFERENCE": str(fixture_reference)}
+    mine = tmp_path / "mine"
+    first = run_cli("compare", EXP, f"results_dir={mine}", env=env)
+    assert first.returncode == 0 and "nothing to compare" in first.stdout, first.stdout
+    run_cli("run", EXP, f"results_dir={mine}", "reference=false", "runner.n_jobs=1",
+            env=env, check=True)
+    agree = run_cli("compare", EXP, f"results_dir={mine}", env=env)
+    assert agree.returncode == 0, agree.stdout + agree.stderr
+    assert "exrisk_fig1: agrees" in agree.stdout and "bit-identical" in agree.stdout
+    # plant a change in one stored trial: its cell is named, exit 1
+    path = next((mine / "store" / "trials").glob("*/*.json"))
+    rec = json.loads(path.read_text())
+    metric = "max_abs_error"                   # the approximation task's (not coef_*)
+    rec["metrics"][metric] = rec["metrics"][metric] * 1.5 + 1.0
+    path.write_text(json.dumps(rec))
+    differs = run_cli("compare", EXP, f"results_dir={mine}", env=env)
+    assert differs.returncode == 1 and "exrisk_fig1: differs" in differs.stdout, differs.stdout
+    assert "not bit-identical" in differs.stdout
+
+
+def test_compare_without_a_reference_is_one_line(tmp_path: Path) -> None:
+    proc = run_cli("compare", EXP, f"results_dir={tmp_path}",
+                   env={"DPBENCH_REFERENCE": str(tmp_path / "none")})
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "no reference results to compare with" in proc.stderr
