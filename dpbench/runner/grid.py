@@ -109,7 +109,7 @@ def check_settings(cfg: DictConfig) -> None:
         n, most = runner.n_jobs, max_workers()
         if isinstance(n, bool) or not isinstance(n, int) or not (1 <= n <= most or n == -1):
             raise ConfigError(f"runner.n_jobs={n!r} is invalid: it must be a whole number "
-                              f"from 1 to {most} (worker processes; at most "
+                              f">= 1 and <= {most} (worker processes; at most "
                               f"{WORKERS_PER_CORE} per core of this machine's "
                               f"{os.cpu_count() or 1}) or -1 (one per core)")
 
