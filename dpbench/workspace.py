@@ -35,8 +35,8 @@ from dpbench.report.fingerprint import (
     fingerprint,
     is_current,
     mark_built,
+    report_files,
 )
-from dpbench.report.fingerprint import report_inputs as report_files
 from dpbench.roots import conf_dirs
 from dpbench.runner.cost import (
     SlurmLimits,

@@ -57,7 +57,7 @@ def config_text(cfg: DictConfig) -> str:
     return f"{commit()}\n{version_text()}\n{OmegaConf.to_yaml(OmegaConf.create(drawn))}"
 
 
-def report_inputs(cfg: DictConfig) -> list[Path]:
+def report_files(cfg: DictConfig) -> list[Path]:
     """The files an experiment's report depends on beyond its trials and the commit: its
     experiment and figure yamls, its paper's folder and the report code."""
     files = [entries("experiment")[str(cfg.experiment.name)]]

@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dpbench import workspace
 from dpbench.catalog import description
-from dpbench.report.fingerprint import config_text, fingerprint, report_inputs
+from dpbench.report.fingerprint import config_text, fingerprint, report_files
 from dpbench.report.privacy import alerts, budget_note, neighbours_note
 from dpbench.roots import paper_dir, papers_dirs, version_text
 from dpbench.runner.grid import choices
@@ -57,8 +57,8 @@ def paper_of(cfg: DictConfig) -> build.Paper | None:
 
 def inputs(cfg: DictConfig) -> list[Path]:
     """The files a page depends on beyond its trials and the code commit: its report's
-    (report.fingerprint.report_inputs) and the site's templates."""
-    return [*report_inputs(cfg), *TEMPLATES.iterdir()]
+    (report.fingerprint.report_files) and the site's templates."""
+    return [*report_files(cfg), *TEMPLATES.iterdir()]
 
 
 def page_fingerprint(g: workspace.Grid, store: ResultStore) -> str:
