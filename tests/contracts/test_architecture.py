@@ -232,8 +232,6 @@ KNOWN_BACK_ARROWS = {
     # a generator serves every task that scores records: read from the tasks' kinds
     ("dpbench.methods.base", "dpbench.tasks"),
     ("dpbench.methods.base", "dpbench.tasks.base"),      # the Task annotation
-    # the artifact cache is dpbench.artifacts (layer 0); runner.artifacts is the old name
-    ("dpbench.methods.query_release.gem_pub", "dpbench.runner.artifacts"),
 }
 #: pairs of one layer that must not import each other (the site is not built on the CLI)
 FORBIDDEN = [("dpbench.site", "dpbench.cli"), ("dpbench.site", "dpbench.entry")]

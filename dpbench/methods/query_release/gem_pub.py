@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpbench.artifacts import current_context
 from dpbench.data.base import TabularData
 from dpbench.methods.marginals.release import data_fingerprint
 from dpbench.methods.query_release.gem import GEM, LATENTS, state_arrays
@@ -55,7 +56,6 @@ from dpbench.methods.query_release.relaxed import (
     whole,
 )
 from dpbench.privacy.accountant import Accountant
-from dpbench.runner.artifacts import current_context
 
 if TYPE_CHECKING:
     import pandas as pd
