@@ -77,6 +77,7 @@ class Reference:
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
         self._records: dict[str, dict[str, Any]] | None = None
+        self._manifest: dict[str, Any] | None = None
 
     @property
     def path(self) -> Path:
@@ -108,9 +109,11 @@ class Reference:
         return len(self._load())
 
     def manifest(self) -> dict[str, Any]:
-        """``MANIFEST.json`` (empty without one)."""
-        path = self.folder / MANIFEST_FILE
-        return json.loads(path.read_text()) if path.is_file() else {}
+        """``MANIFEST.json`` (empty without one), read once."""
+        if self._manifest is None:
+            path = self.folder / MANIFEST_FILE
+            self._manifest = json.loads(path.read_text()) if path.is_file() else {}
+        return self._manifest
 
 
 def origin_of(record: Mapping[str, Any]) -> str:

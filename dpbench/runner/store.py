@@ -266,14 +266,18 @@ class ResultStore:
                            json.dumps(info, sort_keys=True).encode())
 
     def was_run(self, experiment: str, profile: str) -> bool:
-        """Has a ``dpbench run`` of this (experiment, profile) grid ever started here?"""
-        return (self.runs_dir / f"{experiment}@{profile}.json").exists()
+        """Has a ``dpbench run`` of this (experiment, profile) grid ever started here (or
+        does the reference behind the store publish it)?"""
+        return (experiment, profile) in self.runs()
 
     def runs(self) -> list[tuple[str, str]]:
-        """Every (experiment, profile) grid a ``dpbench run`` started here, sorted."""
-        if not self.runs_dir.is_dir():
-            return []
-        return sorted(tuple(p.stem.rsplit("@", 1)) for p in self.runs_dir.glob("*@*.json"))
+        """Every (experiment, profile) grid a ``dpbench run`` started here, and every grid
+        the reference behind the store publishes, sorted."""
+        here = set() if not self.runs_dir.is_dir() else {
+            tuple(p.stem.rsplit("@", 1)) for p in self.runs_dir.glob("*@*.json")}
+        if self.reference is not None:
+            here |= {tuple(g.rsplit("@", 1)) for g in self.reference.manifest().get("grids", {})}
+        return sorted(here)
 
     def path(self, key: str) -> Path:
         return self.trials / key[:2] / f"{key}.json"

@@ -33,6 +33,11 @@ def fixture_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_an_empty_store_reads_the_reference(fixture_reference: Path, tmp_path: Path) -> None:
     env = {"DPBENCH_REFERENCE": str(fixture_reference)}
+    # nothing run here at all: the site shows the grids the reference publishes
+    bare = tmp_path / "bare"
+    run_cli("site", f"results_dir={bare}", env=env, check=True)
+    assert json.loads((bare / "site" / "exrisk_fig1-default" / "page.json").read_text())[
+        "trials_ok"] == 5
     out = tmp_path / "fresh"
     status = run_cli("status", EXP, f"results_dir={out}", env=env, check=True).stdout
     assert "total: ok 5, failed 0, pending 0" in status, status
