@@ -103,14 +103,16 @@ EXPECTED_S = {("authors", "mwem", "qr_adult_reduced"): 20.0,
               ("dpbench", "rap_softmax", "qr_adult"): 18.0}
 
 
-def checkout_problem(path: str | None) -> str | None:
-    """Why ``path`` is not the authors' checkout (one line), or None."""
+def checkout_problem(path: str | None, files: tuple[str, ...] = CHECKOUT_FILES,
+                     clone: str = CLONE) -> str | None:
+    """Why ``path`` is not the authors' checkout holding ``files`` (one line naming how to
+    get it, ``clone``), or None."""
     if not path:
-        return f"bench-peers-qr needs the authors' code: {CLONE}"
-    missing = [f for f in CHECKOUT_FILES if not (Path(path) / f).is_file()]
+        return f"this benchmark needs the authors' code: {clone}"
+    missing = [f for f in files if not (Path(path) / f).is_file()]
     if missing:
         return (f"{path} is not a checkout of terranceliu/iterative-dp (no "
-                f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): {CLONE}")
+                f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): {clone}")
     return None
 
 

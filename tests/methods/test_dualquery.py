@@ -1,9 +1,10 @@
 """DualQuery (Gaboardi et al. 2014, as Liu, Vietri & Wu 2021 run it): per-round costs
 against hand-computed values, the query sampler as the exponential mechanism (seeded,
 tolerances stated), the MIP best response equal to brute force over every record of a tiny
-domain (several seeded weightings), the ledger never above the budget and stopping at the
-first round it cannot pay for, the sampling switched off (the exact MW game: deterministic,
-error falls), the outputs, one-line refusals."""
+domain (several seeded weightings), the ``partial`` tie rule against brute force, the
+ledger never above the budget and stopping at the first round it cannot pay for, the
+sampling switched off (the exact MW game: deterministic, error falls), the outputs,
+one-line refusals."""
 
 from __future__ import annotations
 
@@ -164,6 +165,61 @@ def test_enumeration_breaks_ties_uniformly_at_random() -> None:
     assert len(seen) == 46 and not any(r[:3] == (0, 0, 0) for r in seen)
 
 
+def partial_by_hand(qs: QuerySet, positions: np.ndarray, negated: np.ndarray,
+                    weights: np.ndarray, record: tuple[int, ...]) -> float:
+    """sum over the sampled, not negated queries of weight x (matched cells) / k, from the
+    query set's own cell lookup (independent of the module's partial_scores)."""
+    marg, cells = qs.locate(positions)
+    total = 0.0
+    for m, cell, ng, w in zip(marg, cells, negated, weights, strict=True):
+        if not ng:
+            axes = qs.axes[int(m)]
+            total += w * sum(record[a] == v for a, v in zip(axes, cell, strict=True)) / len(axes)
+    return total
+
+
+def test_partial_ties_keep_the_maximisers_nearest_the_unmet_sampled_queries() -> None:
+    # q1 = (a, b, c) = (0, 0, 0) drawn twice, q2 = (b, c, d) = (1, 1, 1) once: the best
+    # payoff is 2 (q1; q2 needs b = 1), attained by (0, 0, 0, d) for d = 0 and 1; of those
+    # only d = 1 matches a cell of q2 (1/3), so ``partial`` keeps (0, 0, 0, 1) every time
+    # and ``random`` picks d = 0 or 1 (seed 0, 200 draws: both seen)
+    qs = QuerySet.build(DOMAIN, resolve_workload(DOMAIN, 100))
+    bcd = [tuple(c) for c in qs.axes].index((1, 2, 3))
+    pos = np.array([qs.position(0, (0, 0, 0))[()], qs.position(bcd, (1, 1, 1))[()]])
+    neg, w = np.zeros(2, bool), np.array([2.0, 1.0])
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        record, value = enumerate_best_response(qs, pos, neg, w, rng=rng, ties="partial")
+        assert tuple(record) == (0, 0, 0, 1) and value == 2.0
+    seen = {tuple(enumerate_best_response(qs, pos, neg, w, rng=rng, ties="random")[0])
+            for _ in range(200)}
+    assert seen == {(0, 0, 0, 0), (0, 0, 0, 1)}
+    record, value, optimal = best_response(qs, pos, neg, w, ties="partial")
+    assert tuple(record) == (0, 0, 0, 1) and value == 2.0 and optimal
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_partial_ties_equal_brute_force_on_sampled_rounds(seed: int) -> None:
+    # a sampled round (seeded): both oracles' records maximise the payoff and, among the
+    # maximisers, the partial score computed by hand; the enumeration's picks are spread
+    # over every record that ties on both (50 draws, seed 10 + seed) when there are several
+    qs = QuerySet.build(DOMAIN, resolve_workload(DOMAIN, 100))
+    rng = np.random.default_rng(10 + seed)
+    pos, neg, w = random_weighting(qs, rng, "sampled")
+    best, values = brute_force(qs, pos, neg, w)
+    tied = [r for r, v in values.items() if v > best - 1e-9]
+    near = {r: partial_by_hand(qs, pos, neg, w, r) for r in tied}
+    top = max(near.values())
+    kept = {r for r in tied if near[r] > top - 1e-9}
+    record, value, optimal = best_response(qs, pos, neg, w, ties="partial")
+    assert optimal and value == pytest.approx(best, abs=1e-9)
+    assert tuple(int(v) for v in record) in kept
+    picks = {tuple(int(v) for v in enumerate_best_response(qs, pos, neg, w, rng=rng,
+                                                           ties="partial")[0])
+             for _ in range(50)}
+    assert picks <= kept and (len(kept) == 1 or len(picks) > 1)
+
+
 def test_a_query_sampled_twice_counts_twice() -> None:
     # q1 = (a=0, b=0, c=0) drawn 3 times, q2 = (a=1, b=0, c=0) twice: x must satisfy q1
     qs = QuerySet.build(DOMAIN, resolve_workload(DOMAIN, 100))
@@ -260,6 +316,10 @@ def test_outputs_are_the_uniform_mixture_of_the_records() -> None:
     (lambda: DualQuery(max_rounds=0), "max_rounds=0 must be a whole number >= 1"),
     (lambda: DualQuery(oracle="gurobi"), "oracle='gurobi' is unknown; valid: mip, enumerate"),
     (lambda: DualQuery(mip_time_limit=-1), "mip_time_limit=-1 must be a finite number > 0"),
+    (lambda: DualQuery(ties="first"), "ties='first' is unknown; valid: partial, random, solver"),
+    (lambda: DualQuery(ties="random"), "ties='random' is not a rule of oracle 'mip'"),
+    (lambda: DualQuery(oracle="enumerate", ties="solver"),
+     "ties='solver' is not a rule of oracle 'enumerate'"),
 ])
 def test_bad_hyperparameters_are_one_line_errors(make, message: str) -> None:
     with pytest.raises(ValueError) as exc:

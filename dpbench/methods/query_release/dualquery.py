@@ -18,9 +18,15 @@ private data, x_j the records so far); its negation 1 - q scores -S_t(q). Round 
    scipy's HiGHS ``milp``, as the authors' Gurobi MIP with absolute gap 0). App. B.2 writes
    the loss as sum_i q_i(D) to be minimised; with the query player's sign above the data
    player maximises it, as the authors' code and Gaboardi et al. do. ``oracle: enumerate``
-   finds the same maximum by scoring every record of a small full domain, ties broken
-   uniformly at random (:func:`enumerate_best_response`; on ADULT (reduced) Table 3's grid
-   fits about 30x faster than with the MIP);
+   finds the same maximum by scoring every record of a small full domain
+   (:func:`enumerate_best_response`; on ADULT (reduced) Table 3's grid fits about 30x
+   faster than with the MIP). Records often tie (3 rounds in 4 at eta 3, s 100 on ADULT
+   (reduced); a median of 4 records, up to a few hundred) and which one is kept moves the
+   error: ``ties: partial`` (default) keeps those matching the most cells of the sampled,
+   not negated queries (:func:`partial_scores`), the way the authors' Gurobi leans, then
+   a uniformly random one (enumerate) or HiGHS's (mip); ``ties: random`` (enumerate) any
+   maximiser uniformly, dpbench's rule before issue 62, whose mean error was 2.2% above
+   the authors' code (z +8.9; eps 1, 320 runs against their 220; papers/qr/README.md);
 3. **update**: S_{t+1} = S_t + q(P) - q(x_t), i.e. Q_{t+1} proportional to
    Q_t exp(eta (q(P) - q(x_t))).
 
@@ -70,6 +76,10 @@ from dpbench.privacy.mechanisms import exponential_mechanism_rho
 
 #: how a round's best response is found (:class:`DualQuery` ``oracle``)
 ORACLES = ("mip", "enumerate")
+#: which maximiser a round keeps when several records tie (:class:`DualQuery` ``ties``):
+#: ``partial`` (both oracles) the ones matching the most cells of the sampled queries,
+#: ``random`` (enumerate) any, uniformly, ``solver`` (mip) whichever HiGHS returns
+TIES = ("partial", "random", "solver")
 
 
 # -- accounting ---------------------------------------------------------------------------
@@ -130,8 +140,36 @@ def payoff(qs: QuerySet, record: NDArray, positions: NDArray, negated: NDArray,
     return float(np.sum(np.asarray(weights) * np.where(negated, ~hit, hit)))
 
 
+def partial_scores(qs: QuerySet, positions: NDArray, negated: NDArray, weights: NDArray
+                   ) -> list[NDArray]:
+    """The ``ties: partial`` score as one vector per attribute over its levels: a record x
+    scores sum_a v_a[x_a] = sum_i w_i (cells of q_i that x matches) / k_i over the sampled
+    queries that are not negated (q_i on k_i cells). Post-processing of the samples only.
+
+    Why: the authors' Gurobi MIP, given the same sampled queries, returns among the tied
+    maximisers one that scores highest here 47% of the time where a uniform pick would 28%
+    (210 tied rounds, papers/qr/README.md); records nearer the queries still unmet are
+    what the query player asks for next, and uniform picks measurably raise the error."""
+    out = [np.zeros(int(k)) for k in qs.sizes]
+    neg = np.asarray(negated, dtype=bool)
+    w = np.asarray(weights, dtype=float)
+    keep = np.flatnonzero(~neg)
+    for (axes, cell), wi in zip(query_cells(qs, np.asarray(positions)[keep]), w[keep],
+                                strict=True):
+        for a, v in zip(axes, cell, strict=True):
+            out[a][v] += wi / len(axes)
+    return out
+
+
+def _check_ties(ties: str, allowed: tuple[str, ...], oracle: str) -> None:
+    if ties not in allowed:
+        raise ValueError(f"ties={ties!r} is not a rule of oracle {oracle!r}; valid: "
+                         f"{', '.join(allowed)}")
+
+
 def best_response(qs: QuerySet, positions: NDArray, negated: NDArray, weights: NDArray,
-                  time_limit: float | None = 60.0) -> tuple[NDArray[np.int64], float, bool]:
+                  time_limit: float | None = 60.0, ties: str = "solver"
+                  ) -> tuple[NDArray[np.int64], float, bool]:
     """A record maximising :func:`payoff`, from a mixed-integer program solved by HiGHS.
 
     Variables: the record's one-hot encoding z (binary, one block per attribute summing to
@@ -139,9 +177,14 @@ def best_response(qs: QuerySet, positions: NDArray, negated: NDArray, weights: N
     cells (a_1 = v_1, ..., a_k = v_k) gets c_i <= z_{a_j v_j} for every j (c_i can be 1 only
     if x satisfies it); its negation gets c_i + sum_j z_{a_j v_j} <= k (c_i can be 1 only if
     some a_j differs from v_j). With z integral and w_i > 0 the optimal c_i are integral, so
-    c need not be declared integer. Returns (record codes in domain order, payoff, whether
-    HiGHS proved optimality; False = the time limit stopped it with a feasible record).
+    c need not be declared integer. ``ties``: ``solver`` keeps HiGHS's own maximiser;
+    ``partial`` adds :func:`partial_scores` on z scaled by 1 / (2 (W + 1)), W the sampled
+    queries' total weight, so it is below 1/2 on every record and only orders records of
+    equal payoff (the weights must then be whole numbers: draw counts). Returns (record
+    codes in domain order, payoff, whether HiGHS proved optimality; False = the time limit
+    stopped it with a feasible record).
     """
+    _check_ties(ties, ("partial", "solver"), "mip")
     w = np.asarray(weights, dtype=float)
     neg = np.asarray(negated, dtype=bool)
     if w.size == 0:
@@ -174,7 +217,13 @@ def best_response(qs: QuerySet, positions: NDArray, negated: NDArray, weights: N
     queries = sparse.csr_array((vals, (rows, cols)), shape=(r, n_z + n_c))
     onehot = sparse.csr_array((np.ones(n_z), (np.repeat(np.arange(len(sizes)), sizes),
                                               np.arange(n_z))), shape=(len(sizes), n_z + n_c))
-    res = milp(np.concatenate([np.zeros(n_z), -w]),
+    secondary = np.zeros(n_z)
+    if ties == "partial":
+        if not np.all(w == np.round(w)):
+            raise ValueError("ties='partial' in the MIP needs whole-number weights (draw "
+                             "counts)")
+        secondary = np.concatenate(partial_scores(qs, positions, neg, w)) / (2 * (w.sum() + 1))
+    res = milp(np.concatenate([-secondary, -w]),
                integrality=np.concatenate([np.ones(n_z), np.zeros(n_c)]),
                bounds=Bounds(0.0, 1.0),
                constraints=[LinearConstraint(queries, -np.inf, np.asarray(upper)),
@@ -188,22 +237,15 @@ def best_response(qs: QuerySet, positions: NDArray, negated: NDArray, weights: N
     return record, payoff(qs, record, positions, neg, w), bool(res.status == 0)
 
 
-def enumerate_best_response(qs: QuerySet, positions: NDArray, negated: NDArray,
-                            weights: NDArray, max_cells: int | None = MAX_HISTOGRAM_CELLS,
-                            rng: np.random.Generator | None = None
-                            ) -> tuple[NDArray[np.int64], float]:
-    """A record maximising :func:`payoff` by evaluating it on every record of the full domain:
-    the objective is a constant (the negated queries' weights) plus, per marginal, a table of
-    signed weights broadcast over the domain. Ties (common: the sampled objective is a
-    count) go to a uniformly random maximiser drawn from ``rng`` (None: the first in C
-    order, which favours low codes and measurably raises DualQuery's max error). The domain
-    is refused in one line over ``max_cells`` before anything is allocated. The same maximum
-    as :func:`best_response` (tests/methods/test_dualquery.py), for small domains."""
-    check_histogram_size(qs.domain, max_cells)
+def payoff_table(qs: QuerySet, positions: NDArray, negated: NDArray, weights: NDArray
+                 ) -> NDArray:
+    """:func:`payoff` of every record of the full domain (an array of shape ``qs.sizes``)
+    less the constant sum of the negated queries' weights: per marginal, a table of the
+    signed weights (+ a query, - a negation) broadcast over the domain. The caller bounds
+    the domain's size (:func:`check_histogram_size`)."""
     w = np.asarray(weights, dtype=float)
-    neg = np.asarray(negated, dtype=bool)
     pos = np.asarray(positions, dtype=np.int64)
-    signed = np.where(neg, -w, w)
+    signed = np.where(np.asarray(negated, dtype=bool), -w, w)
     marg = np.searchsorted(qs.offsets, pos, side="right") - 1
     objective = np.zeros(qs.sizes)
     for m in np.unique(marg):
@@ -214,11 +256,38 @@ def enumerate_best_response(qs: QuerySet, positions: NDArray, negated: NDArray,
         table = np.transpose(table.reshape(qs.shapes[m]), np.argsort(axes))
         shape = [qs.sizes[a] if a in axes else 1 for a in range(len(qs.sizes))]
         objective += table.reshape(shape)
+    return objective
+
+
+def enumerate_best_response(qs: QuerySet, positions: NDArray, negated: NDArray,
+                            weights: NDArray, max_cells: int | None = MAX_HISTOGRAM_CELLS,
+                            rng: np.random.Generator | None = None, ties: str = "random"
+                            ) -> tuple[NDArray[np.int64], float]:
+    """A record maximising :func:`payoff` by evaluating it on every record of the full domain
+    (:func:`payoff_table` plus the negated queries' weights). Ties (common: the sampled
+    objective is a count; 3 rounds in 4 at eta 3, s 100 on ADULT (reduced)): ``ties:
+    partial`` first keeps the maximisers of :func:`partial_scores`, ``random`` keeps them
+    all; of those, a uniformly random one drawn from ``rng`` (None: the first in C order, which
+    favours low codes and measurably raises DualQuery's max error). The domain is refused
+    in one line over ``max_cells`` before anything is allocated. The same maximum as
+    :func:`best_response` (tests/methods/test_dualquery.py), for small domains."""
+    _check_ties(ties, ("partial", "random"), "enumerate")
+    check_histogram_size(qs.domain, max_cells)
+    w = np.asarray(weights, dtype=float)
+    neg = np.asarray(negated, dtype=bool)
+    pos = np.asarray(positions, dtype=np.int64)
+    objective = payoff_table(qs, pos, neg, w)
     flat = int(np.argmax(objective))
+    tied = np.flatnonzero(objective.ravel() >= objective.flat[flat]
+                          - 1e-9 * max(1.0, float(w.sum())))
+    if ties == "partial" and tied.size > 1:
+        codes = np.unravel_index(tied, qs.sizes)
+        near = sum(v[c] for v, c in zip(partial_scores(qs, pos, neg, w), codes, strict=True))
+        tied = tied[near >= near.max() - 1e-9 * max(1.0, float(w.sum()))]
+    flat = int(tied[0])
     if rng is not None:
-        ties = np.flatnonzero(objective.ravel() >= objective.flat[flat]
-                              - 1e-9 * max(1.0, float(w.sum())))
-        flat = int(ties[rng.integers(ties.size)])  # not privacy noise: ties in public data
+        # not privacy noise: a pick among records tied on the already-sampled queries
+        flat = int(tied[rng.integers(tied.size)])
     record = np.array(np.unravel_index(flat, qs.sizes), dtype=np.int64)
     return record, float(objective.flat[flat] + w[neg].sum())
 
@@ -244,11 +313,16 @@ class DualQuery(Method):
     ``max_rounds``: a cap on the rounds (None: until the budget is spent, as the paper);
     ``oracle``: how the best response is found, ``mip`` (the paper's, default) or
     ``enumerate`` (the same maximum by scoring every record of a full domain of at most
-    ``max_domain_cells``, ties broken uniformly at random; HiGHS breaks them its own
-    deterministic way, so records may differ); ``mip_time_limit``: seconds per
-    best-response MIP (60, the authors' Gurobi limit; a record found at the limit is used
-    and counted in the info); the workload ``workload`` / ``number`` / ``seed`` /
-    ``max_cells`` as the ``query_release`` task's parameters."""
+    ``max_domain_cells``); ``ties``: which of several maximising records a sampled round
+    keeps (:data:`TIES`): ``partial`` (default, both oracles) those matching the most
+    cells of the sampled, not negated queries (:func:`partial_scores`), then a uniformly
+    random one (enumerate) or HiGHS's (mip); ``random`` (enumerate; dpbench's rule before
+    issue 62) a uniformly random maximiser; ``solver`` (mip) HiGHS's own. The authors'
+    Gurobi has no stated rule; its picks lean the ``partial`` way and ``random`` raises
+    the error (papers/qr/README.md). ``mip_time_limit``: seconds per best-response MIP
+    (60, the authors' Gurobi limit; a record found at the limit is used and counted in the
+    info); the workload ``workload`` / ``number`` / ``seed`` / ``max_cells`` as the
+    ``query_release`` task's parameters."""
 
     accounting = "zcdp"
     neighbours = "replace_one"
@@ -257,18 +331,22 @@ class DualQuery(Method):
     produces = (QueryAnswers, SyntheticTable)
 
     def __init__(self, eta: float = 3.0, samples: int = 100, max_rounds: int | None = None,
-                 oracle: str = "mip", mip_time_limit: float = 60.0,
+                 oracle: str = "mip", ties: str = "partial", mip_time_limit: float = 60.0,
                  workload: str = "all_3way", number: int | None = None, seed: int = 0,
                  max_cells: int | str | None = None,
                  max_domain_cells: int | None = MAX_HISTOGRAM_CELLS) -> None:
         if oracle not in ORACLES:
             raise ValueError(f"oracle={oracle!r} is unknown; valid: {', '.join(ORACLES)}")
+        if ties not in TIES:
+            raise ValueError(f"ties={ties!r} is unknown; valid: {', '.join(TIES)}")
+        _check_ties(ties, ("partial", "solver") if oracle == "mip" else ("partial", "random"),
+                    oracle)
         super().__init__(
             eta=_number(eta, "eta", "the query player's learning rate"),
             samples=_whole(samples, "samples", "queries drawn per round"),
             max_rounds=None if max_rounds is None
             else _whole(max_rounds, "max_rounds", "a cap on the rounds, or null"),
-            oracle=oracle,
+            oracle=oracle, ties=ties,
             mip_time_limit=_number(mip_time_limit, "mip_time_limit", "seconds per MIP"),
             workload=workload, number=number, seed=seed, max_cells=max_cells,
             max_domain_cells=max_domain_cells)
@@ -324,12 +402,16 @@ class DualQuery(Method):
                 pos, neg, w = sample_queries(scores, eta, s, rng, sensitivity=t / n,
                                              label=f"dualquery:sample:{t + 1}")
             start = time.perf_counter()
+            # the tie rule acts on sampled rounds (whole-number weights); the exact game's
+            # real weights rarely tie: the solver's pick, or the first in C order
             if p["oracle"] == "mip":
-                record, _, optimal = best_response(qs, pos, neg, w, p["mip_time_limit"])
+                record, _, optimal = best_response(qs, pos, neg, w, p["mip_time_limit"],
+                                                   "solver" if exact else p["ties"])
                 self.mip_unproven_ += not optimal
             else:
                 record, _ = enumerate_best_response(qs, pos, neg, w, p["max_domain_cells"],
-                                                    None if exact else rng)
+                                                    None if exact else rng,
+                                                    "random" if exact else p["ties"])
             self.oracle_seconds_ += time.perf_counter() - start
             records.append(record)
             scores += true
@@ -358,6 +440,7 @@ class DualQuery(Method):
                 int(len(self.records_.drop_duplicates())),
                 "rho": self.rho_, "eta": self.params["eta"], "samples": self.params["samples"],
                 "n_queries": self.n_queries_, "oracle": self.params["oracle"],
+                "ties": self.params["ties"],
                 "oracle_seconds": self.oracle_seconds_,
                 "mip_unproven": self.mip_unproven_, "neighbours": NEIGHBOURS,
                 "noise_disabled": self.noise_off_}
