@@ -4,15 +4,18 @@
         [results_dir=...]
 
 For each experiment (default: every one) at the profile, the ok trials of its current grid
-are taken from the store of ``results_dir`` (default ``results``) with the shipped reference
-behind it (the local trial wins, a grid run over several sittings keeps what earlier ones
-published), and written with ``runner/reference.py``'s ``write_reference``: trials of the
-grids kept, a manifest saying how many of each grid's trials it holds. Trials whose key no
-kept grid has any more (stale) are dropped, and counted.
+are taken from the store of ``results_dir`` (default ``results``) with the reference being
+rebuilt (``--out``, default the shipped one) behind it: the local trial wins, and a grid
+run over several sittings keeps what earlier ones published. They are written with
+``runner/reference.py``'s ``write_reference``, with a manifest saying how many of each
+grid's trials it holds. Every grid the old manifest names is kept too (building one grid
+never drops another's trials); trials whose key no kept grid has any more (stale:
+``stale_keys``) are dropped, and counted.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -20,7 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dpbench.runner.grid import choices  # noqa: E402
-from dpbench.runner.reference import default_dir, shipped, write_reference  # noqa: E402
+from dpbench.runner.reference import (  # noqa: E402
+    ENV,
+    Reference,
+    default_dir,
+    stale_keys,
+    write_reference,
+)
 from dpbench.workspace import compose_config, grid, store_of  # noqa: E402
 
 
@@ -41,26 +50,36 @@ def main(argv: list[str]) -> int:
         print(f"unknown experiment(s) {unknown}; valid: {', '.join(choices('experiment'))}",
               file=sys.stderr)
         return 2
+    # the reference rebuilt is the one in ``out``: read behind the store, so its trials
+    # (of grids run at other sittings or on other machines) carry over
+    old = Reference(out) if Reference(out).exists() else None
+    if old is not None:
+        os.environ[ENV] = str(out)
+    wanted = [f"{n}@{p}" for n in names or choices("experiment") for p in profiles]
+    # the grids the old reference held stay in it (a build of one grid keeps the others);
+    # their trials are kept where the grid still asks for them, dropped as stale otherwise
+    kept = list(dict.fromkeys(wanted + sorted((old.manifest() if old else {}).get("grids", {}))))
     records, grids, keys = {}, {}, set()
-    for name in names or choices("experiment"):
-        for profile in profiles:
-            cfg = compose_config([f"experiment={name}", f"profile={profile}", *overrides])
-            store = store_of(cfg)
-            specs = grid(cfg)
-            held = 0
-            for s in specs:
-                keys.add(s.key)
-                rec = store.get(s.key)
-                if rec is not None and rec.get("status") == "ok":
-                    records[s.key] = rec
-                    held += 1
-            grids[f"{name}@{profile}"] = {"held": held, "asked": len(specs)}
-            print(f"{name} ({profile}): {held} of {len(specs)} trials")
-    old = shipped()
-    stale = 0 if old is None else sum(k not in keys for k in old.keys())
+    for entry in kept:
+        name, profile = entry.split("@", 1)
+        if name not in choices("experiment"):
+            continue                      # an experiment since removed: its trials are stale
+        cfg = compose_config([f"experiment={name}", f"profile={profile}", *overrides])
+        store = store_of(cfg)
+        specs = grid(cfg)
+        held = 0
+        for s in specs:
+            keys.add(s.key)
+            rec = store.get(s.key)
+            if rec is not None and rec.get("status") == "ok":
+                records[s.key] = rec
+                held += 1
+        grids[entry] = {"held": held, "asked": len(specs)}
+        print(f"{name} ({profile}): {held} of {len(specs)} trials")
+    stale = [] if old is None else stale_keys(old, keys)
     path = write_reference(records.values(), out, grids)
     print(f"{path}: {len(records)} trials, {path.stat().st_size / 2**20:.2f} MB; "
-          f"{stale} stale trial(s) of the old reference dropped")
+          f"{len(stale)} stale trial(s) of the old reference dropped")
     return 0
 
 

@@ -291,15 +291,13 @@ class PrivTree:
 
 
 def theorem_noise(shape: int | tuple[int, ...], sd: float, rng: np.random.Generator, *,
-                  epsilon: float, delta: float, sensitivity: float, relation: str, label: str,
-                  form: str = "normal") -> NDArray:
+                  epsilon: float, delta: float, sensitivity: float, relation: str,
+                  label: str) -> NDArray:
     """N(0, sd^2) noise whose (epsilon, delta) a paper's theorem states for the whole
     release it enters (not an additive release of a statistic): recorded as an
     ``approx_dp`` step at that (epsilon, delta), with the drawn sd."""
     draws.record("approx_dp", label, scale=epsilon, delta=delta, sensitivity=sensitivity,
                  relation=relation, size=int(np.prod(shape)), noise_sd=sd)
-    if form == "standard":
-        return rng.standard_normal(shape) * sd if sd != 1.0 else rng.standard_normal(shape)
     return rng.normal(0.0, sd, size=shape)
 
 

@@ -31,6 +31,27 @@ def fixture_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "reference"
 
 
+def test_a_build_of_another_grid_keeps_the_first(fixture_reference: Path,
+                                                 tmp_path: Path) -> None:
+    """Building one grid into a reference never drops another grid's trials (a grid run at
+    another sitting or on another machine), and the manifest still counts both."""
+    out = tmp_path / "reference"
+    out.mkdir()
+    for f in fixture_reference.iterdir():
+        (out / f.name).write_bytes(f.read_bytes())
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "build_reference.py"),
+                           "exrisk_holdout", "--out", str(out),
+                           f"results_dir={tmp_path / 'empty'}"],
+                          capture_output=True, text=True, cwd=REPO, timeout=600,
+                          env={"DPBENCH_REFERENCE": "off", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert "exrisk_fig1 (default): 5 of 5 trials" in proc.stdout, proc.stdout
+    assert "0 stale trial(s)" in proc.stdout, proc.stdout
+    grids = json.loads((out / "MANIFEST.json").read_text())["grids"]
+    assert grids["exrisk_fig1@default"] == {"held": 5, "asked": 5}, grids
+    assert grids["exrisk_holdout@default"]["held"] == 0, grids
+
+
 def test_an_empty_store_reads_the_reference(fixture_reference: Path, tmp_path: Path) -> None:
     env = {"DPBENCH_REFERENCE": str(fixture_reference)}
     # nothing run here at all: the site shows the grids the reference publishes
