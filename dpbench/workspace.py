@@ -496,7 +496,7 @@ def quarantine_lines(store: ResultStore, names: dict[str, str],
 
 #: the grid settings whose override on the command line makes a run ad hoc
 GRID_KEYS = ("datasets", "methods", "epsilons", "delta", "trials", "budget_unit",
-             "dataset_sweep", "method_sweep")
+             "dataset_sweep", "method_sweep", "data", "schema")
 
 
 def custom_grid(cfg: DictConfig) -> dict[str, object]:

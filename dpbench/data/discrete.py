@@ -113,8 +113,27 @@ def load_discrete(*, rng: np.random.Generator, dataset_dir: str, file: str | Seq
     files = [file] if isinstance(file, str) else list(file)
     parts = [read_discrete(dataset_dir, f, domain_file) for f in files]
     frame, domain = pd.concat([p[0] for p in parts], ignore_index=True), parts[0][1]
+    return split_coded(frame, domain, rng=rng, where=dataset_dir, target=target,
+                       categorical=categorical, target_kind=target_kind, drop=drop,
+                       n_test=n_test, test_frac=test_frac, n_train_max=n_train_max,
+                       scheme=scheme, protocol=protocol, resplits=resplits,
+                       resplit_test_frac=resplit_test_frac, n_public=n_public)
+
+
+def split_coded(frame: pd.DataFrame, domain: dict[str, int], *, rng: np.random.Generator,
+                where: str, target: str, categorical: Sequence[str] = (),
+                target_kind: str | None = None, drop: Sequence[str] = (),
+                n_test: int | None = None, test_frac: float | None = None,
+                n_train_max: int | None = 50_000, scheme: str = "ddssp",
+                protocol: str = "holdout", resplits: int = 10,
+                resplit_test_frac: float = 0.2, n_public: int = 0) -> Split:
+    """:func:`load_discrete` on a table already read and checked: ``frame`` holds integer
+    codes of ``domain`` (e.g. :func:`check_codes`), ``where`` names it in errors; the other
+    parameters are :func:`load_discrete`'s."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol {protocol!r} unknown; valid: {', '.join(PROTOCOLS)}")
     if target not in domain:
-        raise ValueError(f"target {target!r} not in {dataset_dir}; valid: {', '.join(domain)}")
+        raise ValueError(f"target {target!r} not in {where}; valid: {', '.join(domain)}")
     bad = [a for a in drop if a not in domain or a == target]
     if bad:
         raise ValueError(f"cannot drop {bad}; valid: {', '.join(a for a in domain if a != target)}")

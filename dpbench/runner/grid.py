@@ -24,6 +24,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf._utils import get_yaml_loader
 
+from dpbench.data.own import own_dataset
 from dpbench.privacy.relations import RELATIONS, group_size
 from dpbench.roots import conf_dirs
 from dpbench.runner.spec import TrialSpec
@@ -536,8 +537,10 @@ def expand_cells(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
     task = exp.task
     if task not in TASKS:
         raise ConfigError(f"unknown task {task!r}; valid: {', '.join(sorted(TASKS))}")
-    listed = axis_list(cfg, "datasets")
-    kept = profile_datasets(cfg)
+    # data= / schema=: the user's own table replaces the datasets (dpbench/data/own.py)
+    own = own_dataset(_get(cfg, "data"), _get(cfg, "schema"), task, choices("dataset"))
+    listed = [own[0]] if own else axis_list(cfg, "datasets")
+    kept = listed if own else profile_datasets(cfg)
     task_params = dataset_task_params(exp, listed, kept)
     try:
         for given in task_params.values():
@@ -549,7 +552,8 @@ def expand_cells(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
         check_budget(eps, cfg.delta, unit)
 
     def dataset(name: str) -> dict[str, Any]:
-        return _with_target("dataset", name, task_view(name, load_entry("dataset", name), task))
+        entry = own[1] if own and name == own[0] else load_entry("dataset", name)
+        return _with_target("dataset", name, task_view(name, entry, task))
 
     def method(name: str) -> dict[str, Any]:
         return _with_target("method", name, load_entry("method", name))
