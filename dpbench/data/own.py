@@ -289,8 +289,10 @@ def load_own(*, rng: np.random.Generator, file: str, schema: str, sha256: Mappin
     """The split of an own table for one task ``view`` (module docstring), after checking
     that neither file changed since its trial keys were made (``sha256``)."""
     table = read_own(file, schema)
-    if dict(sha256) != table.sha256:
-        changed = [k for k in table.sha256 if table.sha256[k] != sha256.get(k)]
+    now = {k: hashlib.sha256(Path(f).read_bytes()).hexdigest()     # the bytes, not a cache
+           for k, f in (("data", file), ("schema", schema))}
+    if dict(sha256) != now or now != table.sha256:
+        changed = [k for k in now if now[k] != sha256.get(k)] or ["data or schema"]
         raise DataError(f"{' and '.join(changed)} file of table {table.schema.name!r} changed "
                         "since its trials were planned (sha256 differs); run the command again: "
                         "a changed file is a new table")
