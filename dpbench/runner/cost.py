@@ -41,10 +41,11 @@ several) is neither in the grid nor stored, the first trial that needs the fit i
 at the builder's cost (the larger of the two), once per fit, and the plan says which
 cells do so.
 
-Seconds are CPU seconds: a stored trial's ``cpu_s`` (its worker's CPU time over the
-trial, every thread, not stretched when other work shares the cores), a reference fit's
-``seconds`` (the same); a record written before dpbench kept ``cpu_s`` stands in with its
-data + fit + evaluation wall time, and the plan says how many did. The longest trial is
+Seconds are CPU seconds, never wall seconds: a stored trial's ``cpu_s`` (its worker's CPU
+time over the trial, every thread, not stretched when other work shares the cores), a
+reference fit's ``seconds`` when its ``seconds_are`` says ``cpu``. A record written before
+dpbench kept ``cpu_s`` (or a reference line of wall seconds) is left out of every figure,
+estimates and the done trials' total alike, and the plan says how many were. The longest trial is
 stated at its expected time (the total holds it) and, where they differ, with the slowest
 case its figures allow. Memory is the record's ``peak_rss_mb``: the worker process's peak
 resident set during the trial (``execute`` resets the high-water mark as the trial starts),
@@ -99,7 +100,7 @@ def record_seconds(record: Mapping[str, Any]) -> float:
 def record_cpu_seconds(record: Mapping[str, Any]) -> tuple[float, bool]:
     """A trial's CPU seconds (its record's ``cpu_s``: the worker's CPU time over the trial,
     every thread) and True; a record written before dpbench kept it: its data + fit +
-    evaluation wall seconds and False (a stand-in the plan names, never called CPU)."""
+    evaluation wall seconds and False (never used as CPU time: the cost leaves it out)."""
     cpu = record.get("cpu_s")
     if is_number(cpu) and cpu >= 0:
         return float(cpu), True
@@ -192,7 +193,7 @@ def reference_trials(lines: Iterable[Mapping[str, Any]]) -> list[Stored]:
     return [Stored(TrialSpec.from_dict(ln["spec"]), float(ln["seconds"]),
                    float(ln["peak_rss_mb"]) if is_number(ln.get("peak_rss_mb")) else None,
                    (int(ln["n_train"]), int(ln["d"])), bool(ln.get("unfinished")),
-                   *artifact_of(ln))
+                   *artifact_of(ln), wall=ln.get("seconds_are") != "cpu")
             for ln in lines]
 
 
@@ -259,6 +260,10 @@ class Estimator:
     _fits: dict[tuple, tuple] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
+        # wall seconds are not CPU seconds: trials that recorded no CPU time price nothing
+        self.left_out = sum(t.wall for t in [*self.trials, *self.reference])
+        self.trials = [t for t in self.trials if not t.wall]
+        self.reference = [t for t in self.reference if not t.wall]
         every = [*self.trials, *self.reference]
         self._data = {id(t): data_of(t.spec) for t in every}
         self._ref_cells: dict[str, list[Stored]] = {}
@@ -482,7 +487,7 @@ class Cost:
     estimates: Mapping[str, Estimate]
     done_seconds: float
     reference_note: str | None = None    # where the reference fits come from, if any
-    wall_stand_ins: int = 0              # stored trials used that recorded no CPU time
+    wall_stand_ins: int = 0              # trials that recorded no CPU time, left out
 
     @property
     def known(self) -> list[TrialSpec]:
@@ -506,13 +511,14 @@ def grid_cost(specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
     est = Estimator(stored, reference)
     pending = {s.key for s in todo}
     done = 0.0
-    wall = {t.spec.key for t in stored if t.wall}
+    wall = {t.spec.key for t in [*stored, *reference] if t.wall}
     for key in {s.key for s in specs} - pending:
         rec = store.get(key)
         if rec and rec.get("status") == OK:
             seconds, is_cpu = record_cpu_seconds(rec)
-            done += seconds
-            if not is_cpu:
+            if is_cpu:
+                done += seconds
+            else:
                 wall.add(key)
     estimates = {s.key: est.estimate(s) for s in todo}
     in_grid, charged = {s.key for s in specs}, set()
@@ -566,8 +572,9 @@ def cost_lines(cost: Cost, *, workers: int | None = None,
     if cost.reference_note and any(n for k, n in sources.items() if k != SAME_CELL):
         out.append(cost.reference_note)
     if cost.wall_stand_ins:
-        out.append(f"note: {cost.wall_stand_ins} stored trial(s) recorded no CPU time "
-                   "(written before dpbench kept it): their wall time stands in for it")
+        out.append(f"note: {cost.wall_stand_ins} measured trial(s) recorded no CPU time "
+                   "(written before dpbench kept it): left out of every CPU figure (a wall "
+                   "time is not a CPU time)")
     if bounds:
         out.append(f"note: {len(bounds)} estimate(s) are lower bounds: their cells' reference "
                    "fits were stopped unfinished ("

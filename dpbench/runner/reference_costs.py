@@ -8,7 +8,8 @@ Each line is one ok trial as a store recorded it, reduced to what its cost tells
 its dataset's size, when and on what machine it ran. The seconds are the record's
 ``cpu_s`` (the worker process's CPU time over the trial, every thread: not stretched when
 other work shares the cores, as a wall time would be), else its data + fit + evaluation
-wall time. ``scripts/export_costs.py`` writes the lines from a store.
+wall time, marked ``seconds_are: wall``, which ``plan`` never reads as CPU time (such a line
+prices nothing). ``scripts/export_costs.py`` writes the lines from a store.
 
 They stand below the user's own trials (:class:`~dpbench.runner.cost.Estimator`): a cell the
 store has measured is estimated from the store; a cell only the reference has, from the

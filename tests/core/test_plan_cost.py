@@ -138,8 +138,9 @@ def test_few_trials_give_the_median_and_an_unseen_method_is_unknown(tmp_path: Pa
 
 def test_a_stored_trial_counts_its_cpu_time_not_its_wall_time(tmp_path: Path) -> None:
     """Issue 59, defect 3: a trial that took 100 s of wall time on a loaded machine and
-    10 CPU-s is priced at 10 s of CPU; a record without ``cpu_s`` stands in with its wall
-    time and the plan says so."""
+    10 CPU-s is priced at 10 s of CPU. Issue 60, item 7: CPU is never taken from wall
+    time: a record without ``cpu_s`` (or a reference line of wall seconds) prices nothing,
+    neither its own cell nor the done total, and the plan says how many were left out."""
     store = ResultStore(tmp_path)
     put(store, spec("a", "m", 1.0, 0), 100.0, cpu=10.0)
     todo = [spec("a", "m", 1.0, 1)]
@@ -147,10 +148,20 @@ def test_a_stored_trial_counts_its_cpu_time_not_its_wall_time(tmp_path: Path) ->
     assert est.source == SAME_CELL and est.seconds == pytest.approx(10.0)
     lines = cost_lines(grid_cost([spec("a", "m", 1.0, 0), *todo], todo, store), workers=1)
     assert "1 trial(s) to do, 10 s of CPU time (whole grid 20 s of CPU time)" in lines[0], lines
-    assert not any("wall time stands in" in ln for ln in lines)
+    assert not any("no CPU time" in ln for ln in lines)
     put(store, spec("a", "m", 2.0, 0), 50.0, cpu=None)
-    lines = cost_lines(grid_cost(todo, todo, ResultStore(tmp_path)), workers=1)
-    assert any("1 stored trial(s) recorded no CPU time" in ln for ln in lines), lines
+    store = ResultStore(tmp_path)
+    wall_cell = spec("a", "m", 2.0, 1)
+    est = Estimator(stored_trials(store)).estimate(wall_cell)
+    assert est.source != SAME_CELL and est.seconds == pytest.approx(10.0)   # not 50
+    done = [spec("a", "m", 2.0, 0)]
+    lines = cost_lines(grid_cost([*done, *todo], todo, store), workers=1)
+    assert "whole grid 10 s of CPU time" in lines[0], lines         # not 60: no wall time
+    assert any("1 measured trial(s) recorded no CPU time" in ln and "left out" in ln
+               for ln in lines), lines
+    wall_ref = [Stored(wall_cell, 50.0, 100.0, (1000, 5), wall=True)]
+    est = Estimator([], wall_ref).estimate(wall_cell)
+    assert est.source == UNKNOWN and est.seconds is None
 
 
 def _seconds(text: str) -> float:
