@@ -30,7 +30,9 @@ Each trial to run gets its figures from the first of these that has them:
    range can still combine as no trial did: one method class's fits from several papers,
    pooled, once gave an arena cell 1,200 hours). The longest to expect is the estimate times
    the largest ratio of actual to fitted time among the trials fitted; memory is the largest
-   peak of the method's trials on the same dataset, else on any;
+   peak of the method's trials on the same dataset, else on the datasets nearest in size
+   (training rows and columns, in logs; a 7.2 GB Adult fit once priced a Compas trial that
+   peaks at 0.5 GB), else (the size unknown) on any;
 5. **unknown**: counted and named, never given a number.
 
 Shared fits: a trial whose measured trials found a shared fit (an artifact, e.g. one model
@@ -314,7 +316,7 @@ class Estimator:
         names, coef, spread = self._fit(key, want)
         data = data_of(spec)
         mem = _max_mem(t for t in group if self._data[id(t)] == data)
-        mem = _max_mem(group) if mem is None else mem
+        mem = self._nearest_mem(group, self.size(spec)) if mem is None else mem
         if names:
             ranges = self._ranges[key]
             x = np.array([1.0, *(min(max(want[k], ranges[k][0]), ranges[k][1])
@@ -328,6 +330,23 @@ class Estimator:
             seconds, source = float(coef[0]), MEDIAN
         return Estimate(seconds, seconds * spread, mem, source,
                         beyond=self._beyond(key, want, spec))
+
+    def _nearest_mem(self, group: Sequence[Stored], size: tuple[int, int] | None
+                     ) -> float | None:
+        """The largest peak memory of ``group``'s trials on the datasets nearest to
+        ``size`` (distance: |log n - log n'| + |log d - log d'|); of all its trials when
+        ``size`` is unknown or none of them has a size."""
+        sized = [(t, self.size(t.spec)) for t in group if t.mem_mb is not None]
+        sized = [(t, z) for t, z in sized if z is not None]
+        if size is None or not sized:
+            return _max_mem(group)
+
+        def far(z: tuple[int, int]) -> float:
+            return round(sum(abs(math.log(a) - math.log(b)) for a, b in zip(z, size,
+                                                                            strict=True)), 9)
+
+        near = min(far(z) for _, z in sized)
+        return _max_mem(t for t, z in sized if far(z) == near)
 
     def builder_of(self, spec: TrialSpec) -> TrialSpec | None:
         """The trial that, in the measured trials, built the shared fit (artifact) that

@@ -356,3 +356,16 @@ def test_a_shared_fit_is_paid_once_by_a_grid_without_its_builder(tmp_path: Path)
     once = grid_cost(tuned, tuned, ResultStore(tmp_path / "empty"), reference)
     paid = [s for s in tuned if once.estimates[s.key].builds_shared]
     assert len(paid) == 1 and once.estimates[paid[0].key].seconds == 300.0
+
+
+def test_memory_of_a_dataset_never_measured_comes_from_the_nearest_in_size() -> None:
+    """Issue 60, item 7: a method measured on a large table (7 GB) and a small one (0.5 GB)
+    is priced on a third small table, whose size a trial of another method tells, at the
+    small table's peak, not the largest; with the size unknown, at the largest."""
+    ref = [Stored(spec("big", "m", 1.0), 100.0, 7000.0, (50_000, 100)),
+           Stored(spec("small", "m", 1.0), 1.0, 500.0, (6_000, 8)),
+           Stored(spec("small", "m", 2.0), 1.5, 520.0, (6_000, 8)),
+           Stored(spec("c", "other", 1.0), 0.1, 200.0, (5_000, 9))]
+    est = Estimator([], ref)
+    assert est.estimate(spec("c", "m", 1.0)).mem_mb == 520.0
+    assert est.estimate(spec("unseen", "m", 1.0)).mem_mb == 7000.0
