@@ -38,18 +38,23 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dpbench.data.base import TabularData
-from dpbench.methods.outputs import Intervals, LinearFit, SyntheticTable
+from dpbench.methods.outputs import (
+    TASK_KINDS,
+    Intervals,
+    LinearFit,
+    ScoringTask,
+    SyntheticTable,
+    kinds_of,
+)
 from dpbench.privacy.accountant import Accountant, Currency
 from dpbench.privacy.relations import RELATIONS
 
-if TYPE_CHECKING:
-    from dpbench.tasks.base import Task
 
 T = TypeVar("T")
 
@@ -124,16 +129,14 @@ class Method(ABC):
         produces a :class:`SyntheticTable`, every task that scores one (regression and
         classification train the task's own model on the synthetic rows; query release and
         TSTR read the records). No list of "synthetic tasks" is kept by hand: this follows
-        from the tasks' declared kinds."""
+        from the tasks' declared kinds (``outputs.TASK_KINDS``)."""
         served = cls.tasks_served(params)
         if SyntheticTable not in cls.produces:
             return served
-        from dpbench.tasks import TASKS  # late: tasks import method modules
-
-        return served | {t.name for t in TASKS.values() if SyntheticTable in t.kinds}
+        return served | {name for name in TASK_KINDS if SyntheticTable in kinds_of(name)}
 
     @classmethod
-    def scored_kinds(cls, task: Task, params: Mapping[str, Any]) -> tuple[type, ...]:
+    def scored_kinds(cls, task: ScoringTask, params: Mapping[str, Any]) -> tuple[type, ...]:
         """The output kinds ``task`` scores this method on, in order of preference: the
         task's own kinds where the method serves it (:meth:`tasks_served`), its synthetic
         records where it serves the task only through them (e.g. a linear-regression

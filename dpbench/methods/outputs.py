@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -94,3 +94,37 @@ class QueryAnswers:
 
 
 OUTPUT_KINDS: tuple[type, ...] = (LinearFit, SyntheticTable, PosteriorDraws, QueryAnswers)
+
+#: the output kinds each task scores (a tuple: several, in order of preference): the one
+#: registry of tasks' kinds, the contract between the two layers. ``dpbench.tasks`` builds
+#: each ``Task`` from it (tests/core check the two name the same tasks), and a method that
+#: produces a :class:`SyntheticTable` serves every task whose kinds include it
+#: (``Method.tasks_scored``) without importing the tasks.
+TASK_KINDS: dict[str, type | tuple[type, ...]] = {
+    "regression": (LinearFit, SyntheticTable),
+    "classification": (LinearFit, SyntheticTable),
+    "inference": LinearFit,
+    "synthetic_utility": SyntheticTable,
+    "posterior": PosteriorDraws,
+    "approximation": LinearFit,
+    "tstr": SyntheticTable,
+    "query_release": (QueryAnswers, SyntheticTable),
+}
+
+
+def kinds_of(task: str) -> tuple[type, ...]:
+    """The output kinds task ``task`` scores (:data:`TASK_KINDS`), as a tuple."""
+    kinds = TASK_KINDS[task]
+    return kinds if isinstance(kinds, tuple) else (kinds,)
+
+
+class ScoringTask(Protocol):
+    """What a method asks of a task (``Method.scored_kinds``): its name and the kinds it
+    scores (``dpbench.tasks.base.Task`` is one)."""
+
+    name: str
+
+    @property
+    def kinds(self) -> tuple[type, ...]:
+        """The output kinds it scores, in order of preference."""
+        ...
