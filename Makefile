@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 DPB    := $(VENV)/bin/dpbench
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lock slurm-local browser demo test audit-mutations smoke figures site lint costs bench bench-peers bench-peers-qr reference
+.PHONY: install lock slurm-local browser demo test audit-mutations smoke figures site lint costs bench bench-peers bench-peers-qr bench-peers-qr-gem-pub bench-peers-qr-dq reference
 
 install: $(STAMP)   ## virtualenv with every dependency (torch pinned to the 2.13.0 CPU build)
 
@@ -75,6 +75,8 @@ REFERENCE_PROFILE ?= default
 
 reference: install  ## results/reference (shipped results) from results/store + the old reference: make reference [REFERENCE="linreg_adult ..."]
 	$(PY) scripts/build_reference.py $(REFERENCE) --profile $(REFERENCE_PROFILE)
+	# the arena lines README.md and docs/arena.md quote, from the reference just built
+	$(PY) scripts/arena_summary.py
 
 lint: install
 	$(VENV)/bin/ruff check dpbench tests scripts
@@ -106,3 +108,9 @@ bench-peers: install   ## dpbench's AIM vs smartnoise-synth's, same Adult, eps 0
 PEER_QR ?=
 bench-peers-qr: install   ## dpbench's MWEM, PEP, GEM, RAP vs the authors' code (PEER_QR=checkout; own venv .bench-peers-qr-venv; prints its expected duration); BENCH_PEERS_QR_ARGS="--methods rap --eps 1 --limit 600"
 	$(PY) scripts/bench_peers_qr.py $(if $(PEER_QR),--checkout $(PEER_QR),) $(BENCH_PEERS_QR_ARGS)
+
+bench-peers-qr-gem-pub: install   ## dpbench's GEM-Pub vs the authors' (gem_nondp.py, then gem.py) on ADULT, 5 seeds a side, errors ± s.e. and z (PEER_QR=checkout; each side pre-trains once: the authors' ~1.5 CPU-h, not run here); BENCH_PEERS_QR_ARGS="--pretrain-epochs 2 --T gem_pub=2 --eps 1 --trials 2" for the ~2 CPU-min check
+	$(PY) scripts/bench_peers_qr.py $(if $(PEER_QR),--checkout $(PEER_QR),) --methods gem_pub --datasets qr_adult --trials 5 --out results/bench_peers_qr_gem_pub.json $(BENCH_PEERS_QR_ARGS)
+
+bench-peers-qr-dq: install   ## dpbench's DualQuery vs the authors' (dualquery.py, Gurobi: gurobipy added to .bench-peers-qr-venv) on ADULT (reduced), 20 seeds a side, errors ± s.e. and z (PEER_QR=checkout; ~2 CPU-min); BENCH_PEERS_QR_DQ_ARGS="--eta 2 --samples 25 --eps 0.1 1"
+	$(PY) scripts/bench_peers_qr_dq.py $(if $(PEER_QR),--checkout $(PEER_QR),) $(BENCH_PEERS_QR_DQ_ARGS)

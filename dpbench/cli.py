@@ -80,7 +80,7 @@ def _run(cfg: DictConfig) -> int:
     for where in (store.trials, Path(cfg.results_dir) / "cache"):  # records, shared artifacts
         require_writable(where, cfg)
     check_figures(cfg)
-    specs, refused = arena_grid(cfg)
+    specs, refused = arena_grid(cfg, store=store)
     if refused:
         print(f"{len(refused)} cell(s) of the arena cannot run (the board lists each reason):")
         for r in refused:
@@ -167,8 +167,8 @@ def cmd_plan(cfg: DictConfig) -> int:
 
 
 def cmd_status(cfg: DictConfig, versions: bool = False) -> int:
-    specs, _ = runnable(cfg)
     store = store_of(cfg)
+    specs, _ = runnable(cfg, store)
     names = trial_names(specs)
     # every damaged record of the store (any experiment's) is moved aside and named here
     damage = set_aside(store, store.damaged(), names)
@@ -289,12 +289,15 @@ def cmd_leaderboard(overrides: Sequence[str]) -> int:
     names = [None] if given(overrides, "experiment") else arenas
     profiles = [None] if given(overrides, "profile") else profile_order()
     with stops_when_full(Path(base.results_dir) / "leaderboard", BOARD_FULL):
-        written, skipped = write_boards(ws, names, profiles)
+        written, skipped, unchanged = write_boards(ws, names, profiles)
     if not arenas and not given(overrides, "experiment"):
         print("no arena experiment (experiment.arena: true) under conf/experiment/")
     for line in skipped:
         print(f"skipped {line}")
     print("\n".join(map(str, written)) or "no board written")
+    if unchanged:
+        print(f"not written again (nothing they are built from changed since): "
+              f"{', '.join(unchanged)}; delete a board folder's {FINGERPRINT_FILE} to force it")
     return 0
 
 

@@ -14,6 +14,7 @@ this module gives it. Nothing here imports either of them.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -38,6 +39,7 @@ from dpbench.report.fingerprint import (
     report_files,
 )
 from dpbench.roots import conf_dirs
+from dpbench.runner import refusals
 from dpbench.runner.cost import (
     SlurmLimits,
     Stored,
@@ -322,12 +324,13 @@ def preflight(specs: Sequence[TrialSpec], *, collect: bool = False,
     return refused
 
 
-def arena_grid(cfg: DictConfig, *, data: bool = True) -> tuple[list[TrialSpec],
-                                                                 list[RefusedCell]]:
+def arena_grid(cfg: DictConfig, *, data: bool = True, store: ResultStore | None = None
+               ) -> tuple[list[TrialSpec], list[RefusedCell]]:
     """The trials to run and the refused cells of an experiment: every cell the grid and
     the data allow in an arena (the rest refused with their reasons); the whole grid, with
     any problem a one-line error, elsewhere. ``data=False``: the grid's refusals only,
-    no dataset loaded (the methods' data checks are left out)."""
+    no dataset loaded (the methods' data checks are left out). ``store`` (``run``): an
+    arena's refused cells are written into it for the readers (``runner/refusals.py``)."""
     try:
         specs, refused = expand_cells(cfg)
     except (ConfigError, ValueError) as exc:
@@ -338,17 +341,50 @@ def arena_grid(cfg: DictConfig, *, data: bool = True) -> tuple[list[TrialSpec],
         return specs, refused
     if not data:
         return specs, refused
+    by_grid = list(refused)
     refused += preflight(specs, collect=True)
+    if store is not None:
+        refusals.keep(store, refusals_name(cfg), str(cfg.experiment.name),
+                      str(cfg.profile.name), specs, by_grid, refused)
+    return without(specs, refused), refused
+
+
+def without(specs: Sequence[TrialSpec], refused: Sequence[RefusedCell]) -> list[TrialSpec]:
+    """The specs of the cells not ``refused``."""
     out = {(r.dataset, r.method) for r in refused}
-    return [s for s in specs if (s.dataset, s.method) not in out], refused
+    return [s for s in specs if (s.dataset, s.method) not in out]
 
 
-def runnable(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
+def refusals_name(cfg: DictConfig) -> str:
+    """The name a grid's refused cells are stored under: ``<experiment>@<profile>``, and
+    ``-custom-<hash>`` after it for an ad-hoc grid (:func:`custom_suffix`)."""
+    return f"{cfg.experiment.name}@{cfg.profile.name}{custom_suffix(cfg)}"
+
+
+def refused_cells(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
+                  by_grid: Sequence[RefusedCell]) -> list[RefusedCell]:
+    """Every refused cell of an arena grid whose config allows ``specs`` and refuses
+    ``by_grid``: the ones its run stored when they are current (no dataset loaded:
+    ``runner/refusals.py``), else ``by_grid`` and the data's, found as the run found them
+    (:func:`preflight`)."""
+    kept = refusals.stored(store, refusals_name(cfg), specs, by_grid)
+    if kept is not None:
+        return [RefusedCell(*r) for r in kept]
+    return [*by_grid, *preflight(specs, collect=True)]
+
+
+def runnable(cfg: DictConfig, store: ResultStore | None = None
+             ) -> tuple[list[TrialSpec], list[RefusedCell]]:
     """The grid's trials (and, in an arena, the cells refused by the grid or the data: an
-    arena's plan and status count only what it will run)."""
-    if cfg.experiment.get("arena"):
+    arena's plan and status count only what it will run; with ``store``, the refusals its
+    run stored when current)."""
+    if not cfg.experiment.get("arena"):
+        return grid(cfg), []
+    if store is None:
         return arena_grid(cfg)
-    return grid(cfg), []
+    specs, by_grid = arena_grid(cfg, data=False)
+    refused = refused_cells(cfg, store, specs, by_grid)
+    return without(specs, refused), refused
 
 
 def pending(specs: Sequence[TrialSpec], store: ResultStore) -> list[TrialSpec]:
@@ -659,32 +695,83 @@ def is_arena(name: str) -> bool:
     return bool(experiment_field(name, "arena"))
 
 
-def arena_board(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
-                refused: Sequence[RefusedCell]) -> tuple[Board, list[TrialSpec]]:
-    """The board of an arena grid on its primary metric (:func:`arena_boards`)."""
-    boards, specs = arena_boards(cfg, store, specs, refused)
-    return next(iter(boards.values())), specs
+def page_board(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
+               by_grid: Sequence[RefusedCell], folder: Path
+               ) -> tuple[Board, list[TrialSpec], list[Path]]:
+    """An arena page's board (its primary metric's), the specs it covers and its files in
+    ``folder``: the files ``leaderboard`` wrote, copied, while nothing they are built from
+    changed (:func:`current_board`), else drawn there (``report.board_files``)."""
+    refused = all_refused(cfg, store, specs, by_grid)
+    kept = current_board(cfg, board_digest(cfg, specs, store, refused))
+    if kept is not None:
+        board, files = kept
+        return board, without(specs, refused), [Path(shutil.copy2(p, folder / p.name))
+                                                for p in files]
+    from dpbench.report.board_files import write_board
+
+    boards, covered = arena_boards(cfg, store, specs, refused)
+    board = next(iter(boards.values()))
+    return board, covered, write_board(board, folder)
+
+
+def board_dir(cfg: DictConfig) -> Path:
+    """``<results_dir>/leaderboard/<experiment>-<profile>``, and ``-custom-<hash>`` after
+    it for an ad-hoc grid: where ``leaderboard`` writes an arena grid's boards."""
+    return Path(cfg.results_dir) / "leaderboard" / \
+        f"{cfg.experiment.name}-{cfg.profile.name}{custom_suffix(cfg)}"
+
+
+def board_digest(cfg: DictConfig, specs: Sequence[TrialSpec], store: ResultStore,
+                 refused: Sequence[RefusedCell]) -> str:
+    """What an arena grid's boards are built from (``report.fingerprint``: its config,
+    trials, inputs and the report code) and its refused cells with their reasons."""
+    return digest({"inputs": fingerprint(specs, store, config_text(cfg), report_files(cfg)),
+                   "refused": [list(r) for r in refused]})
+
+
+def current_board(cfg: DictConfig, built_from: str) -> tuple[Board, list[Path]] | None:
+    """The primary board ``leaderboard`` wrote for the grid (read from its ``board.json``)
+    and its files, if it was built from what ``built_from`` (:func:`board_digest`)
+    describes, else None."""
+    from dpbench.report.leaderboard import from_json
+
+    folder = board_dir(cfg)
+    listed = folder / OUTPUTS_FILE
+    if not (listed.is_file() and is_current(folder, built_from)):
+        return None
+    paths = [folder / name for name in listed.read_text().splitlines() if name]
+    if not all(p.is_file() for p in paths):
+        return None
+    try:
+        return from_json((folder / "board.json").read_text()), paths
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
 
 
 def arena_boards(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
                  refused: Sequence[RefusedCell]) -> tuple[dict[str, Board], list[TrialSpec]]:
     """The boards of an arena grid from the store, one per rankable metric (the primary
-    first), and the specs they cover: the cells the grid (``refused``) or the data
-    (``preflight``) refuse are listed, not run."""
+    first), and the specs they cover: the ``refused`` cells (every one, the grid's and the
+    data's: :func:`all_refused`) are listed, not run."""
     from dpbench.report.leaderboard import boards_from_store
 
-    refused = list(refused)
-    try:        # the cells the data refuse (the run listed them; they hold no record)
-        refused += preflight(specs, collect=True)
-    except UserError as exc:
-        print(f"note: {cfg.experiment.name}: the methods' data checks not run ({exc})")
-    out_cells = {(r.dataset, r.method) for r in refused}
-    specs = [s for s in specs if (s.dataset, s.method) not in out_cells]
+    specs = without(specs, refused)
     boards = boards_from_store(specs, store,
                                OmegaConf.to_container(cfg.experiment, resolve=True),
                                profile=cfg.profile.name, delta=cfg.delta,
                                trials=origin_text(cfg, specs), refused=refused)
     return boards, specs
+
+
+def all_refused(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
+                by_grid: Sequence[RefusedCell]) -> list[RefusedCell]:
+    """:func:`refused_cells` for a board: the data's checks that cannot run (e.g. a bad
+    method parameter) said in a note, the grid's refusals kept."""
+    try:        # the cells the data refuse (the run stored them; they hold no record)
+        return refused_cells(cfg, store, specs, by_grid)
+    except UserError as exc:
+        print(f"note: {cfg.experiment.name}: the methods' data checks not run ({exc})")
+        return list(by_grid)
 
 
 @dataclass(frozen=True)
@@ -796,16 +883,20 @@ def draw_figures(ws: Workspace, names: Sequence[str | None], profiles: Sequence[
 
 
 def write_boards(ws: Workspace, names: Sequence[str | None], profiles: Sequence[str | None]
-                 ) -> tuple[list[Path], list[str]]:
+                 ) -> tuple[list[Path], list[str], list[str]]:
     """``dpbench leaderboard``'s boards: for each arena grid holding an ok trial (a grid
     never run only when all its trials are stored, unless ``profile=`` was given), its
     damaged records quarantined (said on stderr), one board per rankable metric under
     ``<results_dir>/leaderboard/<experiment>-<profile>/`` (the primary metric's; the
-    others in a folder each). Returns the files written and the grids skipped, with why."""
+    others in a folder each), then the folder's list of the primary board's files and,
+    last, its fingerprint (:func:`board_digest`), so an unchanged board is not written
+    again and a site page copies it. Returns the board files (written now or unchanged),
+    the grids skipped, with why, and the grids left unchanged."""
     from dpbench.report.board_files import write_board
 
     written: list[Path] = []
     skipped: list[str] = []
+    unchanged: list[str] = []
     for name in names:
         for profile in profiles:
             g = ws.grid(name, profile)
@@ -820,11 +911,23 @@ def write_boards(ws: Workspace, names: Sequence[str | None], profiles: Sequence[
             if why:
                 skipped.append(f"{g.name} ({g.profile}): {why}")
                 continue
-            out = Path(g.cfg.results_dir) / "leaderboard" / \
-                f"{g.name}-{g.profile}{custom_suffix(g.cfg)}"
+            out = board_dir(g.cfg)
             require_writable(out, g.cfg)
-            boards = arena_boards(g.cfg, ws.store, g.specs, g.refused)[0]
+            refused = all_refused(g.cfg, ws.store, g.specs, g.refused)
+            built_from = board_digest(g.cfg, g.specs, ws.store, refused)
+            kept = current_board(g.cfg, built_from)
+            if kept is not None:
+                written += kept[1]
+                unchanged.append(f"{g.name} ({g.profile})")
+                continue
+            (out / FINGERPRINT_FILE).unlink(missing_ok=True)  # stale until the boards end
+            boards = arena_boards(g.cfg, ws.store, g.specs, refused)[0]
             for i, (metric, board) in enumerate(boards.items()):
                 # the primary metric's board is the arena's; one folder per other metric
-                written += write_board(board, out if i == 0 else out / metric)
-    return written, skipped
+                files = write_board(board, out if i == 0 else out / metric)
+                if i == 0:
+                    primary = files
+                written += files
+            (out / OUTPUTS_FILE).write_text("".join(f"{p.name}\n" for p in primary))
+            mark_built(out, built_from)
+    return written, skipped, unchanged

@@ -496,6 +496,14 @@ def pareto(rows: Sequence[Row], rules: Rules) -> set[str]:
     return {b.method for b in pts if not any(dominates(a, b) for a in pts)}
 
 
+def ranks_methods(t: Table) -> bool:
+    """Does a table enter the mean ranks: complete, and some method has a mean on it (a
+    table whose every cell is refused or failed says nothing of the order: it is listed
+    on the board, not averaged)."""
+    return t.incomplete is None and any(r.role == METHOD and r.mean is not None
+                                        for r in t.rows)
+
+
 def mean_ranks(tables: Sequence[Table], rules: Rules) -> tuple[list[MeanRank], list[Across]]:
     """Per epsilon: every method's mean rank over the complete tables (a refused, failed
     or missing cell last; ``board_stats.dataset_ranks``) and the Friedman / Nemenyi
@@ -504,7 +512,7 @@ def mean_ranks(tables: Sequence[Table], rules: Rules) -> tuple[list[MeanRank], l
     for eps in sorted({t.epsilon for t in tables}):
         at = [t for t in tables if t.epsilon == eps]
         labels = {r.method: r.method_label for t in at for r in t.rows if r.role == METHOD}
-        done = [t for t in at if t.incomplete is None]
+        done = [t for t in at if ranks_methods(t)]
         per_table = []
         for t in done:
             means = {m: None for m in labels}

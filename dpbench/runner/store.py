@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from dpbench.runner.reference import Reference
 
 OK, FAILED, CORRUPT = "ok", "failed", "corrupt"
+#: the schema of a grid's stored refused cells (runner/refusals.py): not a trial record
+REFUSALS_SCHEMA = "dpbench-refusals/1"
 
 #: fields every record holds, then the fields of an ok / failed record (name: type)
 REQUIRED: dict[str, type] = {"key": str, "status": str, "spec": dict}
@@ -239,8 +241,9 @@ FILE_READS: Counter[str] = Counter()
 
 class ResultStore:
     """Directory ``<root>/trials/<key[:2]>/<key>.json``, with ``<root>/quarantine/`` for
-    damaged records, ``<root>/leases/`` for the claims of running trials and ``<root>/runs/``
-    for the (experiment, profile) grids a ``dpbench run`` was asked for. With a
+    damaged records, ``<root>/leases/`` for the claims of running trials, ``<root>/runs/``
+    for the (experiment, profile) grids a ``dpbench run`` was asked for and
+    ``<root>/refusals/`` for the cells each arena run refused (``runner/refusals.py``). With a
     ``reference`` (``runner/reference.py``: the trials that ship with dpbench) a key the
     directory does not hold is answered from it, the record marked ``origin: reference``;
     the directory's own record always wins."""
@@ -252,6 +255,7 @@ class ResultStore:
         self.quarantine_dir = self.root / "quarantine"
         self.leases = self.root / "leases"
         self.runs_dir = self.root / "runs"
+        self.refusals_dir = self.root / "refusals"
 
     # --- runs ----------------------------------------------------------------------------------
 
@@ -278,6 +282,39 @@ class ResultStore:
         if self.reference is not None:
             here |= {tuple(g.rsplit("@", 1)) for g in self.reference.manifest().get("grids", {})}
         return sorted(here)
+
+    # --- refused cells (runner/refusals.py) ----------------------------------------------------
+
+    def put_refusals(self, name: str, record: dict[str, Any]) -> Path:
+        """Atomically write the refused cells of grid ``name`` (``runner.refusals.keep``)
+        into ``<root>/refusals/<name>.json``, outside ``trials/``: never a trial record."""
+        self.refusals_dir.mkdir(parents=True, exist_ok=True)
+        final = self.refusals_dir / f"{name}.json"
+        atomic_write_bytes(final, json.dumps(record, sort_keys=True, indent=1).encode())
+        return final
+
+    def read_refusals(self, name: str) -> dict[str, Any] | None:
+        """The refused cells stored for grid ``name`` (a :data:`REFUSALS_SCHEMA` object), or
+        None (absent, unreadable, or of another schema). Read once per version of its file,
+        as :meth:`read` reads a record."""
+        p = self.refusals_dir / f"{name}.json"
+        try:
+            st = p.stat()
+        except OSError:
+            return None
+        version = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        hit = _READ.get(str(p))
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        try:
+            data = json.loads(p.read_bytes())
+        except (OSError, ValueError):
+            return None
+        FILE_READS[str(p)] += 1
+        found = data if isinstance(data, dict) and data.get("schema") == REFUSALS_SCHEMA \
+            else None
+        _READ[str(p)] = (version, found)
+        return found
 
     def path(self, key: str) -> Path:
         return self.trials / key[:2] / f"{key}.json"

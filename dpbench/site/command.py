@@ -77,11 +77,8 @@ def build_page(g: workspace.Grid, store: ResultStore, out: Path, fp: str) -> Pag
     folder.mkdir(parents=True)
     origin = workspace.origin_text(cfg, specs)
     ctx = build.common("../", papers(), version)
-    if arena:
-        board, specs = workspace.arena_board(cfg, store, specs, refused)
-        from dpbench.report.board_files import write_board
-
-        paths = write_board(board, folder)
+    if arena:   # the board `leaderboard` wrote, copied when current, else drawn here
+        board, specs, paths = workspace.page_board(cfg, store, specs, refused, folder)
     frame, short = workspace.report_inputs(cfg, specs, store)
     marked = short
     prov, status = provenance(specs, store, profile, origin)

@@ -400,3 +400,35 @@ def test_pareto_labels_do_not_overlap() -> None:
         for j in range(i):
             if abs(pts[i][0] - pts[j][0]) < LABEL_REACH_PT:
                 assert abs(ys[i] - ys[j]) >= LABEL_PT - 1e-9, (i, j)
+
+
+def test_a_table_every_cell_of_which_is_refused_is_not_averaged() -> None:
+    """A dataset no method can serve (every cell refused) says nothing of the order: it
+    must not enter the mean ranks (it used to tie every method last there)."""
+    rules = lb.Rules("mse", higher_is_better=False)
+    trials = {"a": {0: 1.0, 1: 1.1, 2: 0.9}, "b": {0: 2.0, 1: 2.1, 2: 1.9}}
+    served = lb.rank_table(_rows(rules, {"a": 1.0, "b": 2.0}), trials, rules)
+    refused = lb.rank_table([lb.Row(1.0, "e", "E", m, m, rules.role(m), "refused", 0, 0)
+                             for m in ("a", "b")], {}, rules)
+    assert refused.incomplete is None and not lb.ranks_methods(refused)
+    ranks, across = lb.mean_ranks([served, refused], rules)
+    assert {r.method: r.mean_rank for r in ranks} == {"a": 1.0, "b": 2.0}
+    assert across[0].datasets == 1 and all(r.ranked_on == 1 for r in ranks)
+
+
+def test_the_summary_quotes_the_boards_leader_and_its_wins(board) -> None:
+    """The README's and docs' lines (report/board_summary.py) from a board: the best mean
+    rank per epsilon and on how many complete tables it is a significant winner."""
+    from dpbench.report.board_summary import leaders_row, summary_rows
+
+    b = board[0]
+    row = leaders_row("toy", b)
+    a = b.across[0]
+    i = int(np.argmin(a.mean_ranks))
+    best = a.labels[i]
+    won = sum(t.winner == a.methods[i] and t.incomplete is None for t in b.tables)
+    assert won == 1                     # d1's winner ("good") leads the mean ranks
+    assert row[:2] == ["toy", "mse (lower is better)"]
+    assert row[2] == f"1: {best} (won {won} of 2)", row
+    line = summary_rows("toy", b)[0]
+    assert line[2] == "2 of 3" and line[3].startswith(f"{best} ")

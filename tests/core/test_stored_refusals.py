@@ -1,0 +1,197 @@
+"""The run stores what readers need (issue 59, "read once"): an arena run writes the cells it
+refuses, with their reasons, into the store (``runner/refusals.py``), and ``status``,
+``leaderboard`` and the site's arena pages read them back instead of loading every dataset
+again, while they are current; ``leaderboard`` keeps a fingerprint beside its board, and a
+site page copies a current board instead of computing it again.
+
+Each reader runs in this process with :func:`dpbench.workspace.preflight` (the dataset
+loads and method checks) or the board's computation replaced by a function that fails, so
+a reader that loads a dataset or recomputes a board fails the test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from dpbench import workspace
+from dpbench.entry import main
+from dpbench.runner import refusals
+from dpbench.runner.store import ResultStore, parse_record
+
+#: an arena grid with a cell the grid refuses (MWEM on continuous data) and one the data
+#: refuse (MWEM's full-domain histogram of adult)
+ARENA = ["experiment=arena_regression", "profile=smoke", "methods=[mean,ssp,mwem]"]
+DATA_REASON = "full-domain histogram"
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    results = tmp_path_factory.mktemp("refusals") / "results"
+    run_cli("run", *ARENA, f"results_dir={results}", "runner.progress=false", check=True)
+    return results
+
+
+@pytest.fixture()
+def results(stored: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "results"
+    shutil.copytree(stored, out)
+    return out
+
+
+def refusal_file(results: Path) -> Path:
+    (path,) = (results / "store" / "refusals").glob("arena_regression@smoke*.json")
+    return path
+
+
+def no_data(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Make loading the data fail; the list counts the attempts."""
+    calls: list[int] = []
+
+    def refuse(*args: object, **kwargs: object) -> list:
+        calls.append(1)
+        raise AssertionError("a reader loaded the data to find the refused cells")
+
+    monkeypatch.setattr(workspace, "preflight", refuse)
+    return calls
+
+
+def board_reasons(results: Path) -> dict[tuple[str, str], str]:
+    (board,) = (results / "leaderboard").glob("arena_regression-smoke*/board.json")
+    rows = [r for t in json.loads(board.read_text())["tables"] for r in t["rows"]]
+    return {(r["dataset"], r["method"]): r["note"] for r in rows if r["status"] == "refused"}
+
+
+def test_the_run_stores_its_refusals_outside_the_trial_records(stored: Path) -> None:
+    record = json.loads(refusal_file(stored).read_text())
+    assert record["schema"] == refusals.SCHEMA
+    assert (record["experiment"], record["profile"]) == ("arena_regression", "smoke")
+    by = {(r["dataset"], r["method"]): r["by"] for r in record["refused"]}
+    assert by == {("synthetic_linear", "mwem"): "grid", ("adult", "mwem"): "data"}
+    assert DATA_REASON in next(r["reason"] for r in record["refused"] if r["by"] == "data")
+    assert len(record["fingerprint"]) == 64
+    # no reader of trial records sees it: not a key, not a record, refused as one
+    store = ResultStore(stored / "store")
+    assert store.keys() and not any(k.startswith("arena_regression") for k in store.keys())
+    assert all("schema" not in r for r in store.records())
+    assert isinstance(parse_record(refusal_file(stored).read_bytes(), "x"), str)
+
+
+def test_readers_take_the_stored_refusals_without_loading_data(
+        results: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    calls = no_data(monkeypatch)
+    common = [*ARENA, f"results_dir={results}", "runner.progress=false", "runner.n_jobs=1"]
+    assert main(["status", *common]) == 0
+    assert "total: ok 8, failed 0, pending 0" in capsys.readouterr().out
+    assert main(["leaderboard", *common]) == 0
+    reasons = board_reasons(results)
+    assert set(reasons) == {("synthetic_linear", "mwem"), ("adult", "mwem")}
+    assert DATA_REASON in reasons[("adult", "mwem")]
+    assert main(["site", *common]) == 0
+    page = (results / "site" / "arena_regression-smoke" / "index.html").read_text()
+    assert DATA_REASON in page
+    assert not calls
+
+
+def test_a_current_stored_refusal_is_what_readers_show(
+        results: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = refusal_file(results)
+    record = json.loads(path.read_text())
+    for r in record["refused"]:
+        if r["by"] == "data":
+            r["reason"] = "as the run stored it"
+    path.write_text(json.dumps(record))
+    no_data(monkeypatch)
+    assert main(["leaderboard", *ARENA, f"results_dir={results}"]) == 0
+    assert "as the run stored it" in board_reasons(results)[("adult", "mwem")]
+
+
+def test_a_stale_stored_refusal_is_ignored(results: Path, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    path = refusal_file(results)
+    record = json.loads(path.read_text())
+    for r in record["refused"]:
+        r["reason"] = "as the run stored it"
+    record["fingerprint"] = "0" * 64          # decided by other code, data or settings
+    path.write_text(json.dumps(record))
+    calls: list[int] = []
+    real = workspace.preflight
+
+    def counted(*args: object, **kwargs: object) -> list:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(workspace, "preflight", counted)
+    assert main(["leaderboard", *ARENA, f"results_dir={results}"]) == 0
+    assert calls
+    reasons = board_reasons(results)
+    assert DATA_REASON in reasons[("adult", "mwem")]
+    assert "as the run stored it" not in "".join(reasons.values())
+
+
+def test_the_fingerprint_covers_the_data_files(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = workspace.compose_config(ARENA)
+    specs, by_grid = workspace.arena_grid(cfg, data=False)
+    monkeypatch.setenv("DPBENCH_DATA_DIR", str(tmp_path))
+    (tmp_path / "table.csv").write_text("a,b\n1,2\n")
+    before = refusals.fingerprint(specs, by_grid)
+    assert refusals.fingerprint(specs, by_grid) == before
+    (tmp_path / "table.csv").write_text("a,b\n1,2\n3,4\n")
+    assert refusals.fingerprint(specs, by_grid) != before
+    assert refusals.fingerprint(specs[:-2], by_grid) != before
+    assert refusals.fingerprint(specs, by_grid[:-1]) != before
+
+
+def test_an_arena_page_copies_a_current_board(results: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    common = [*ARENA, f"results_dir={results}", "runner.progress=false", "runner.n_jobs=1"]
+    assert main(["leaderboard", *common]) == 0
+    (board,) = (results / "leaderboard").glob("arena_regression-smoke*/board.json")
+    written = board.read_bytes()
+
+    def recompute(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the board was computed again")
+
+    monkeypatch.setattr(workspace, "arena_boards", recompute)
+    no_data(monkeypatch)
+    assert main(["leaderboard", *common]) == 0          # unchanged: not written again
+    assert "not written again" in capsys.readouterr().out
+    assert main(["site", *common]) == 0
+    page = results / "site" / "arena_regression-smoke"
+    assert (page / "board.json").read_bytes() == written == board.read_bytes()
+    assert (page / "pareto-adult.png").read_bytes() == \
+        (board.parent / "pareto-adult.png").read_bytes()
+    assert "mwem" in (page / "index.html").read_text().lower()
+
+
+def test_a_stale_board_is_computed_again(results: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    common = [*ARENA, f"results_dir={results}", "runner.progress=false", "runner.n_jobs=1"]
+    assert main(["leaderboard", *common]) == 0
+    (board,) = (results / "leaderboard").glob("arena_regression-smoke*/board.json")
+    assert (board.parent / ".fingerprint").is_file()
+    board.write_text(board.read_text().replace('"mean"', '"stale"'))
+    store = ResultStore(results / "store")
+    key = store.keys()[0]                                   # a trial record rewritten
+    store.put(json.loads(store.path(key).read_text()))
+    calls: list[int] = []
+    real = workspace.arena_boards
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(workspace, "arena_boards", counted)
+    assert main(["site", *common]) == 0
+    assert calls == [1]
+    page = results / "site" / "arena_regression-smoke"
+    assert '"stale"' not in (page / "board.json").read_text()
+    capsys.readouterr()
+    assert main(["leaderboard", *common]) == 0
+    assert calls == [1, 1] and "not written again" not in capsys.readouterr().out
+    assert '"stale"' not in board.read_text()
