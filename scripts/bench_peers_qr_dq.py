@@ -11,6 +11,7 @@ Datasets/adult.csv, vendored as data/itdp_adult), keep the same 43,944 private r
 ``adult_seed`` 0 split) and answer the same 35 3-way marginals (14,955 queries).
 
     git clone https://github.com/terranceliu/iterative-dp /path/to/iterative-dp
+    make bench-peers-qr-dq PEER_QR=/path/to/iterative-dp          # the lines below, 20 trials
     python scripts/bench_peers_qr_dq.py --checkout /path/to/iterative-dp --trials 20
     python scripts/bench_peers_qr_dq.py --checkout ... --eta 2 --samples 25 --eps 0.1 1
     python scripts/bench_peers_qr_dq.py --checkout ... --ties random     # the old rule
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -45,7 +45,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from _timing import ensure_venv, sitting, write_report  # noqa: E402
-from bench_peers_qr import PEER_PINS, PEER_RDT, PEER_VENV, checkout_problem  # noqa: E402
+from bench_peers_qr import (  # noqa: E402
+    PEER_PINS,
+    PEER_RDT,
+    PEER_VENV,
+    checkout_problem,
+    versus,
+)
 
 PEER_SCRIPT = ROOT / "scripts" / "bench_peers_qr_dq_authors.py"
 #: the Gurobi the measurements in papers/qr/README.md ran (its pick among tied records
@@ -54,7 +60,7 @@ GUROBI = "gurobipy==13.0.3"
 CHECKOUT_FILES = ("dualquery.py", "Util/oracle_dq.py", "Util/qm.py", "Util/util_general.py",
                   "Datasets/adult.csv", "Datasets/adult-domain.json")
 CLONE = ("git clone https://github.com/terranceliu/iterative-dp /path/to/iterative-dp, then "
-         "python scripts/bench_peers_qr_dq.py --checkout /path/to/iterative-dp")
+         "make bench-peers-qr-dq PEER_QR=/path/to/iterative-dp")
 DATASET = "qr_adult_reduced"
 #: CPU seconds per 57 rounds (eta 3, s 100, eps 1; 2026-11-28, this 2-core machine): the
 #: authors' 2.8 (one pass serves every eps), dpbench's 0.35 enumerating, 2.3 with the MIP
@@ -141,29 +147,16 @@ def authors_runs(args: argparse.Namespace, python: Path) -> tuple[dict, list[dic
     return setup, [{"side": "authors", **x} for x in lines if not x.get("setup")]
 
 
-def mean_se(values: list[float]) -> tuple[float, float]:
-    """Mean and its standard error (nan s.e. for a single value)."""
-    m = math.fsum(values) / len(values)
-    if len(values) < 2:
-        return m, math.nan
-    var = math.fsum((v - m) ** 2 for v in values) / (len(values) - 1)
-    return m, math.sqrt(var / len(values))
-
-
 def compare(runs: list[dict[str, Any]], eps: list[float]) -> list[dict[str, Any]]:
     """Per eps and metric: each side's mean ± s.e. and z (dpbench - authors)."""
     rows = []
     for e in eps:
         for metric in ("max_error", "mean_error"):
-            side = {s: mean_se([r[metric] for r in runs if r["side"] == s
-                                and abs(r["eps"] - e) < 1e-9]) for s in ("authors", "dpbench")}
-            (ma, sa), (md, sd) = side["authors"], side["dpbench"]
-            z = (md - ma) / math.hypot(sa, sd) if math.hypot(sa, sd) > 0 else math.nan
-            rounds = {s: sorted({r["records"] for r in runs if r["side"] == s
-                                 and abs(r["eps"] - e) < 1e-9}) for s in side}
-            rows.append({"eps": e, "metric": metric, "authors": ma, "authors_se": sa,
-                         "dpbench": md, "dpbench_se": sd, "z": z, "ratio": md / ma,
-                         "rounds": rounds})
+            at = {s: [r for r in runs if r["side"] == s and abs(r["eps"] - e) < 1e-9]
+                  for s in ("authors", "dpbench")}
+            rows.append({"eps": e, "metric": metric,
+                         **versus(*([r[metric] for r in at[s]] for s in at)),
+                         "rounds": {s: sorted({r["records"] for r in at[s]}) for s in at}})
     return rows
 
 
