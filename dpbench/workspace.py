@@ -66,6 +66,7 @@ from dpbench.runner.grid import (
 )
 from dpbench.runner.reference import shipped
 from dpbench.runner.reference_costs import read_reference, reference_files, summary
+from dpbench.runner.schema import figure_fields
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import CORRUPT, OK, Damage, ResultStore
 
@@ -579,8 +580,7 @@ def figure_specs(cfg: DictConfig) -> list[dict]:
             fig = {"name": item, **load_entry("figure", item)}
         else:
             fig = OmegaConf.to_container(item, resolve=True)
-            if "kind" not in fig or "name" not in fig:
-                raise UserError(f"inline figure {fig!r} needs a kind and a name")
+            figure_fields(fig)          # an inline spec names its kind and itself
         fig.setdefault("title", cfg.experiment.name)
         fig.setdefault("paper", cfg.experiment.get("paper"))
         if cfg.experiment.get("note"):     # the figure's own choices, then the experiment's

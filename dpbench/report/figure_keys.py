@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dpbench.runner.grid import ConfigError, did_you_mean
+from dpbench.runner.schema import COMMON_FIGURE_KEYS, FigureSpec, figure_spec
 
 #: the figure-spec keys every kind takes (the experiment fills title, paper and note)
-COMMON_KEYS = frozenset({"kind", "name", "title", "paper", "note", "methods"})
+COMMON_KEYS = COMMON_FIGURE_KEYS
 KINDS_DIR = Path(__file__).resolve().parent / "kinds"
 #: kind -> the module (in report/kinds/) that draws it, with a function of the kind's name:
 #: the one registry of figure kinds (report.kinds.KINDS imports the builders from it)
@@ -47,17 +47,8 @@ def _module_keys(module: str) -> frozenset[str]:
     raise RuntimeError(f"report/kinds/{module}.py declares no literal KEYS = frozenset({{...}})")
 
 
-def check_figure(fig: Mapping[str, Any]) -> None:
-    """A one-line ConfigError for a figure spec of an unknown kind or with a key its kind
-    does not read (a typo would otherwise be ignored silently)."""
-    keys = declared_keys()
-    kind = fig.get("kind")
-    if kind not in keys:
-        raise ConfigError(f"figure {fig.get('name')!r}: unknown kind {kind!r}; valid: "
-                          f"{', '.join(sorted(keys))}")
-    valid = COMMON_KEYS | keys[kind]
-    unknown = sorted(set(fig) - valid)
-    if unknown:
-        raise ConfigError(f"figure {fig.get('name')!r} ({kind}): unknown key "
-                          f"{unknown[0]!r}{did_you_mean(unknown[0], valid)}; valid: "
-                          f"{', '.join(sorted(valid))}")
+def check_figure(fig: Mapping[str, Any]) -> FigureSpec:
+    """The figure spec as a typed ``FigureSpec``, or a one-line ConfigError for one without a
+    kind or a name, of an unknown kind or with a key its kind does not read (a typo would
+    otherwise be ignored silently): ``runner.schema.figure_spec`` with this registry."""
+    return figure_spec(fig, declared_keys())

@@ -183,6 +183,10 @@ class Row:
     #: and that comparison's Holm-adjusted p
     worse_than: str | None = None
     p_worse: float | None = None
+    #: median budget spent over the ok trials (the board's unit: eps, or mu for GDP) and
+    #: its share of the cell's target; None for a non-private row or an unrecorded spend
+    spent: float | None = None
+    spent_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -347,18 +351,44 @@ def verdict(diff: float | None, p: float | None, rules: Rules) -> str:
     return BETTER if rules.better(diff, 0.0) else WORSE
 
 
+#: a private member spending less than this share of its cell's budget is flagged on the
+#: board (equal terms: it may have no tighter analysis, but the reader must know)
+UNDERSPEND = 0.9
+
+
+def spend(rows: pd.DataFrame) -> tuple[float | None, float | None]:
+    """Median budget spent by a cell's private ok trials (mu under GDP, else eps, as the
+    ledger recorded it) and its median share of the trial's target; Nones when no trial
+    is private or none recorded a spend."""
+    if rows.empty or "privacy.private" not in rows:
+        return None, None
+    private = rows[rows["privacy.private"].astype("boolean").fillna(False).astype(bool)]
+    for spent, target in (("privacy.mu_spent", "epsilon"),
+                          ("privacy.spent_epsilon", "privacy.target_epsilon")):
+        if spent in private and target in private and private[spent].notna().any():
+            got = pd.to_numeric(private[spent], errors="coerce")
+            share = got / pd.to_numeric(private[target], errors="coerce")
+            return median(got), median(share)
+    return None, None
+
+
 def cell_row(cell: Cell, facts: CellFacts, rows: pd.DataFrame, rules: Rules) -> Row:
-    """A cell's row before ranking: numbers of its ok trials (``rows``), status and note."""
+    """A cell's row before ranking: numbers of its ok trials (``rows``), status and note
+    (a private member spending under :data:`UNDERSPEND` of its budget is flagged)."""
     dataset, method, eps = cell
     mean, se, n = mean_se(rows[rules.metric]) if rules.metric in rows else (math.nan,
                                                                            math.nan, 0)
     status = OK if len(rows) else (
         "refused" if facts.refused else FAILED if facts.failed else "pending")
+    spent, share = spend(rows)
+    note = cell_note(facts, len(rows), n, rules)
+    if share is not None and share < UNDERSPEND:
+        note = "; ".join(filter(None, [f"spends {share:.0%} of its budget", note]))
     return Row(eps, dataset, facts.dataset_label, method, facts.method_label,
                rules.role(method), status, len(rows), facts.asked, n, finite(mean),
                finite(se), median(rows.get("fit_s")), median(rows.get("peak_rss_mb")),
-               note=cell_note(facts, len(rows), n, rules), trials_failed=facts.failed,
-               cpu_s=median(rows.get("cpu_s")))
+               note=note, trials_failed=facts.failed, cpu_s=median(rows.get("cpu_s")),
+               spent=spent, spent_share=share)
 
 
 def cell_note(facts: CellFacts, ok: int, n: int, rules: Rules) -> str:
@@ -703,7 +733,9 @@ def table_header(header: Header) -> list[str]:
     direction = "higher" if header.higher_is_better else "lower"
     return ["rank", "method", f"{header.metric} ({direction} is better)", "trials ok/asked",
             "vs best (paired, Holm)", "as good as the reference on", "fit s (median)",
-            "trial CPU s (median)", "peak RSS MB (median)", "Pareto", "note"]
+            "trial CPU s (median)", "peak RSS MB (median)",
+            f"spent / target {header.budget_unit.replace('epsilon', 'eps')}", "Pareto",
+            "note"]
 
 
 def table_rows(t: Table) -> list[list[str]]:
@@ -713,7 +745,9 @@ def table_rows(t: Table) -> list[list[str]]:
                       r.se if r.se is not None else math.nan, 4),
              f"{r.trials_ok}/{r.trials_asked}", comparison_text(r),
              f"{r.as_good_as_text} of the rows" if r.as_good_as_text else "", fmt(r.fit_s),
-             fmt(r.cpu_s), fmt(r.peak_rss_mb), "yes" if r.pareto else "", r.note]
+             fmt(r.cpu_s), fmt(r.peak_rss_mb),
+             "" if r.spent is None else f"{r.spent:.3g} / {r.epsilon:g}",
+             "yes" if r.pareto else "", r.note]
             for r in t.rows]
 
 

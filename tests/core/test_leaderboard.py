@@ -64,6 +64,7 @@ def record(s: TrialSpec, mse: float | None = None) -> dict:
     return {"key": s.key, "status": "ok", "spec": s.to_dict(),
             "metrics": {"mse": value(s.dataset, s.method, s.trial) if mse is None else mse},
             "privacy": {"target_delta": 1e-5, "target_epsilon": s.epsilon,
+                        "spent_epsilon": s.epsilon * (0.5 if s.method == "poor" else 1.0),
                         "private": s.method != "original", "neighbours": "replace_one"},
             "timing": {"fit_s": fit(s.method, s.trial)},
             "peak_rss_mb": 100.0 + s.trial, "versions": {"numpy": "2.0.0", "python": "3.11"}}
@@ -168,6 +169,21 @@ def test_mean_ranks_and_pareto(board) -> None:
     # the front among the methods that beat the bar: good (best mse) only, not the
     # faster baseline or the worse-than-baseline poor
     assert rows["good"].pareto and not rows["mean"].pareto and not rows["poor"].pareto
+
+
+def test_every_row_shows_its_spend_and_an_underspend_is_flagged(board) -> None:
+    """Equal terms (issue 60 item 4): each private member's spent / target from its
+    records; ``poor`` spends half its budget and the board says so; the non-private
+    reference shows none."""
+    rows = rows_of(board[0], "d1")
+    assert rows["good"].spent == pytest.approx(1.0) and rows["good"].spent_share == 1.0
+    assert "spends" not in rows["good"].note
+    assert rows["poor"].spent_share == pytest.approx(0.5)
+    assert "spends 50% of its budget" in rows["poor"].note
+    assert rows["original"].spent is None
+    texts = dict(zip([r.method for r in board[0].tables[0].rows],
+                     lb.table_rows(board[0].tables[0]), strict=True))
+    assert "0.5 / 1" in texts["poor"] and "1 / 1" in texts["good"]
 
 
 def test_outputs_json_round_trip_markdown_latex_csv(board, tmp_path: Path) -> None:

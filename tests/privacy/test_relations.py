@@ -115,7 +115,7 @@ def test_replace_one_methods_are_refused_under_add_remove() -> None:
 
 
 def test_an_unknown_relation_is_one_line() -> None:
-    with pytest.raises(ValueError, match="relation='swap' unknown; valid: add_remove"):
+    with pytest.raises(ValueError, match="unknown experiment.relation 'swap'; valid: add_remove"):
         expand_cells(_arena("arena_synthetic", "experiment.relation=swap"))
 
 
