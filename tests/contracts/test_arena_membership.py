@@ -88,8 +88,9 @@ def test_toy_method_and_dataset_join_exactly_the_arenas_they_serve(toy_root: Pat
     methods = {s.method for s in specs} | {r.method for r in refused}
     datasets = {s.dataset for s in specs} | {r.dataset for r in refused}
     assert "toy_generator" in methods                  # it serves all three tasks
-    # the toy dataset is Heart's classification / tstr data: the classification arena only
-    assert ("toy_heart" in datasets) == (arena == "arena_classification")
+    # the toy dataset is Heart's data (its tstr, classification and query-release views):
+    # every arena but regression
+    assert ("toy_heart" in datasets) == (arena != "arena_regression")
 
 
 def test_toy_cells_run_and_reach_the_board(toy_root: Path, tmp_path: Path,
