@@ -1,155 +1,65 @@
-"""The one grid expander: composed config -> validated list of TrialSpecs.
+"""The one grid expander: a checked config -> its list of TrialSpecs.
 
-Everything is checked before any work starts (unknown dataset / method / task,
-epsilon <= 0, delta outside (0, 1), a malformed delta rule, an empty axis, a trial
-count or worker count that is not a valid integer, an unknown top-level key), with a
-one-line error naming the bad value and the valid choices.
+``runner/schema.py`` checks the composed config into a typed ``RunConfig`` (names, budgets,
+counts, axes, sweeps, the experiment's and profile's keys), with a one-line error naming
+the bad value and the valid choices; this module expands it. What only the expansion can
+see is refused here in the schema's wording (its ``unknown`` / ``invalid`` / ``not_among``
+helpers): a cell the task, data or method contract rules out (in an arena, a refused cell
+instead), a per-dataset setting for a dataset or method the grid does not hold, a method
+parameter its class does not take, a swept value of another type than the method's default,
+a grid too large to expand.
 """
 
 from __future__ import annotations
 
-import copy
-import difflib
-import functools
 import inspect
-import math
-import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-import yaml
-from omegaconf import DictConfig, OmegaConf
-from omegaconf._utils import get_yaml_loader
+from omegaconf import DictConfig
 
 from dpbench.data.own import own_dataset
-from dpbench.privacy.relations import RELATIONS, group_size
-from dpbench.roots import conf_dirs
+from dpbench.privacy.relations import group_size
+from dpbench.runner.execute import import_object
+from dpbench.runner.schema import (  # the config tree and the refusals, also read from here
+    ARENA_AXIS,
+    BUDGET_UNITS,  # noqa: F401  (re-exported)
+    WORKERS_PER_CORE,  # noqa: F401  (re-exported)
+    ConfigError,
+    ExperimentSpec,
+    RunConfig,
+    axis_items,
+    check_budget,  # noqa: F401  (re-exported)
+    check_settings,  # noqa: F401  (re-exported)
+    choices,
+    conf_dir,
+    count,  # noqa: F401  (re-exported)
+    did_you_mean,  # noqa: F401  (re-exported)
+    entries,
+    entry_name,
+    invalid,
+    max_workers,  # noqa: F401  (re-exported)
+    not_among,
+    not_set,
+    read_yaml,
+    run_config,
+    sweep_map,
+    top_level_keys,  # noqa: F401  (re-exported)
+    unknown,
+    unknown_key,
+)
 from dpbench.runner.spec import TrialSpec
+from dpbench.tasks import TASKS
 from dpbench.tasks.base import Task
-
-BUDGET_UNITS = ("epsilon", "mu", "rho")
-
-
-class ConfigError(ValueError):
-    """Invalid experiment configuration (one-line message)."""
-
-
-def conf_dir() -> Path:
-    """The repository's Hydra config tree."""
-    return conf_dirs()[0]
-
-
-def entries(group: str) -> dict[str, Path]:
-    """Name -> yaml file of every entry of ``conf/<group>/`` (subfolders included) in every
-    root (dpbench.roots); a name is its file stem and must be unique within a group.
-
-    Listed once per version of the folders: the listing is kept with the modification time
-    of every folder it walked (adding, removing or renaming a yaml changes its folder's), so
-    a later call costs a few ``stat`` calls (an arena asks thousands of times)."""
-    roots = tuple(conf_dirs())
-    hit = _LISTINGS.get((group, roots))
-    if hit is not None and all(_mtime(d) == m for d, m in hit[0]):
-        return dict(hit[1])
-    folders: list[tuple[str, int | None]] = []
-    found: dict[str, Path] = {}
-    for base in roots:
-        top = str(base / group)
-        folders.append((top, _mtime(top)))
-        files: list[tuple[list[str], str]] = []
-        for here, dirs, names in os.walk(top):
-            folders += [(os.path.join(here, d), _mtime(os.path.join(here, d))) for d in dirs]
-            files += [(os.path.relpath(os.path.join(here, n), top).split(os.sep),
-                       os.path.join(here, n)) for n in names if n.endswith(".yaml")]
-        for _, name in sorted(files):          # path order: parts compared one by one
-            path = Path(name)
-            if path.stem in found:
-                raise ConfigError(f"{group} {path.stem!r} is defined twice: {found[path.stem]} "
-                                  f"and {path}")
-            found[path.stem] = path
-    _LISTINGS[(group, roots)] = (tuple(folders), found)
-    return dict(found)
-
-
-_LISTINGS: dict[tuple[str, tuple[Path, ...]], tuple[tuple[tuple[str, int | None], ...],
-                                                    dict[str, Path]]] = {}
-
-
-def _mtime(folder: str) -> int | None:
-    try:
-        return os.stat(folder).st_mtime_ns
-    except OSError:
-        return None
-
-
-def choices(group: str) -> list[str]:
-    """Names of the yaml files in ``conf/<group>/`` of every root."""
-    return sorted(entries(group))
-
-
-def top_level_keys() -> list[str]:
-    """The keys a composed config may hold at its top level: conf/config.yaml's own keys and
-    its config groups (experiment, profile, runner). An override or an experiment yaml that
-    adds another one would be ignored by every command, so it is refused instead."""
-    root = OmegaConf.load(conf_dir() / "config.yaml")
-    groups = {next(iter(d)) for d in root.get("defaults", []) if isinstance(d, Mapping)}
-    return sorted((set(root) - {"defaults"}) | groups)
-
-
-def check_settings(cfg: DictConfig) -> None:
-    """Refuse what the grid expander does not read but a run depends on: unknown top-level
-    keys and an invalid ``runner.n_jobs`` (checked for every command, before any work)."""
-    valid = top_level_keys()
-    stray = sorted(set(cfg) - set(valid))
-    if stray:
-        raise ConfigError(f"unknown top-level key {stray[0]!r}; valid: {', '.join(valid)}")
-    runner = cfg.get("runner")
-    if runner is not None and "n_jobs" in runner:
-        n, most = runner.n_jobs, max_workers()
-        if isinstance(n, bool) or not isinstance(n, int) or not (1 <= n <= most or n == -1):
-            raise ConfigError(f"runner.n_jobs={n!r} is invalid: it must be a whole number "
-                              f">= 1 and <= {most} (worker processes; at most "
-                              f"{WORKERS_PER_CORE} per core of this machine's "
-                              f"{os.cpu_count() or 1}) or -1 (one per core)")
-
-
-#: local worker processes allowed per core: more only queue on the cores and multiply the
-#: memory (runner.n_jobs=100000 would fork until the machine stops)
-WORKERS_PER_CORE = 4
-
-
-def max_workers() -> int:
-    """The most local worker processes ``runner.n_jobs`` may ask for on this machine."""
-    return WORKERS_PER_CORE * (os.cpu_count() or 1)
-
 
 #: the most trials one grid may expand to (the largest shipped grid has under 100,000): a
 #: typo such as trials=1000000000 is refused at once instead of expanding for hours
 MAX_GRID_TRIALS = 1_000_000
 
-
-def count(value: Any, key: str) -> int:
-    """``value`` as a count >= 1 (a trial count or a profile cap), else a ConfigError naming
-    ``key``: a float or a string is refused rather than truncated."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{key}={value!r} is invalid: it must be a whole number >= 1")
-    return value
-
-
-def read_yaml(path: Path) -> Any:
-    """A yaml file's content as plain Python (OmegaConf's own yaml loader, so numbers such
-    as ``1e-5`` parse as they do in a composed config), parsed once per file version
-    (cached on path, size and modification time: an arena reads every yaml of the tree)."""
-    st = path.stat()
-    return copy.deepcopy(_parsed_yaml(str(path), st.st_size, st.st_mtime_ns))
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed_yaml(path: str, size: int, mtime_ns: int) -> Any:
-    del size, mtime_ns                 # the cache key: a changed file is parsed again
-    return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=get_yaml_loader())
+#: a grid list as a list (an unset or empty one refused: ``schema.axis_items``)
+_as_list = axis_items
 
 
 def _merged(base: Any, over: Any) -> Any:
@@ -163,18 +73,11 @@ def _merged(base: Any, over: Any) -> Any:
     return over
 
 
-def did_you_mean(value: str, valid: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest valid name (difflib), else empty."""
-    close = difflib.get_close_matches(str(value), list(valid), n=1, cutoff=0.75)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def load_entry(group: str, name: str) -> dict[str, Any]:
     """A dataset/method/figure yaml as a plain dict; ``base: other`` inherits from a sibling."""
     found = entries(group)
     if name not in found:
-        raise ConfigError(f"unknown {group} {name!r}{did_you_mean(name, found)}; valid: "
-                          f"{', '.join(sorted(found))}")
+        raise unknown(group, name, sorted(found))
     node = read_yaml(found[name])
     if not isinstance(node, dict):
         return {} if node is None else node
@@ -237,10 +140,9 @@ def task_view(name: str, entry: Mapping[str, Any], task: str) -> dict[str, Any]:
     view = tasks.get(task)
     if view is None:
         return out
-    unknown = sorted(set(view) - set(VIEW_KEYS))
-    if unknown:
-        raise ConfigError(f"dataset {name!r}: tasks.{task} has unknown key {unknown[0]!r}; "
-                          f"valid: {', '.join(VIEW_KEYS)}")
+    stray = sorted(set(view) - set(VIEW_KEYS))
+    if stray:
+        raise unknown_key(f"dataset {name!r} tasks.{task}", stray[0], VIEW_KEYS)
     out["params"] = {**(entry.get("params") or {}), **(view.get("params") or {})}
     profiles = {**(entry.get("profiles") or {})}
     for prof, over in (view.get("profiles") or {}).items():
@@ -265,10 +167,9 @@ def key_as(entry: Mapping[str, Any], axis: str, name: str) -> dict[str, str]:
     The key hashes these in place of the yaml's file name and ``_target_``, so a renamed
     yaml or a moved module keeps its stored trials (tests/core/test_identity.py)."""
     pinned = entry.get("key_as") or {}
-    unknown = sorted(set(pinned) - {"name", "target"})
-    if unknown:
-        raise ConfigError(f"{axis} {name!r}: unknown key_as field {unknown[0]!r}; "
-                          "valid: name, target")
+    stray = sorted(set(pinned) - {"name", "target"})
+    if stray:
+        raise unknown_key(f"{axis} {name!r} key_as", stray[0], ("name", "target"))
     out = {}
     if "name" in pinned:
         out[axis] = str(pinned["name"])
@@ -277,58 +178,12 @@ def key_as(entry: Mapping[str, Any], axis: str, name: str) -> dict[str, str]:
     return out
 
 
-def _as_list(value: Any, name: str) -> list[Any]:
-    if value is None or value == "???":
-        raise ConfigError(f"{name} is not set; give it on the command line, e.g. {name}=[...]")
-    if isinstance(value, str | int | float):
-        return [value]
-    if not value:  # an empty axis would expand to no trials and "succeed" doing nothing
-        raise ConfigError(f"{name}=[] is empty; give at least one value, e.g. {name}=[...]")
-    return list(value)
-
-
-def _get(cfg: DictConfig, key: str) -> Any:
-    if key not in cfg or OmegaConf.is_missing(cfg, key):
-        return None
-    value = cfg[key]
-    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
-
-
-def check_budget(epsilon: Any, delta: Any, unit: str = "epsilon") -> None:
-    """Validate one grid point's privacy parameters (delta may be a rule in n)."""
-    if unit not in BUDGET_UNITS:
-        raise ConfigError(f"budget_unit={unit!r} unknown; valid: {', '.join(BUDGET_UNITS)}")
-    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not (
-            math.isfinite(epsilon) and epsilon > 0):
-        raise ConfigError(f"{unit}={epsilon!r} is invalid: every value in epsilons must be a "
-                          "finite number > 0")
-    if isinstance(delta, str):
-        from dpbench.runner.execute import resolve_delta
-
-        try:
-            values = [resolve_delta(delta, n) for n in (10, 1000, 10**6)]
-        except (ValueError, SyntaxError, ZeroDivisionError) as exc:
-            raise ConfigError(f"delta={delta!r} is not a valid rule in n: {exc}") from None
-        if not all(0 < v < 1 for v in values):
-            raise ConfigError(f"delta={delta!r} must give values in (0, 1) for n >= 10")
-        return
-    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 < delta < 1:
-        raise ConfigError(f"delta={delta!r} is invalid: it must lie in (0, 1) "
-                          "(or be a rule in n such as 'n**-1.1')")
-
-
-def sweep_points(sweep: Mapping[str, Any] | None, axis: str) -> list[dict[str, Any]]:
-    """Cartesian product of a ``{param: [values]}`` map, in the order written ([{}] if none)."""
-    if not sweep:
-        return [{}]
-    if not isinstance(sweep, Mapping):
-        raise ConfigError(f"{axis}_sweep must map parameter names to lists, got {sweep!r}")
+def sweep_points(sweep: Mapping[str, Any] | None, key: str) -> list[dict[str, Any]]:
+    """Cartesian product of a ``{param: [values]}`` map (``schema.sweep_map``: a single
+    value is a list of one), in the order written ([{}] if none)."""
     points: list[dict[str, Any]] = [{}]
-    for name, values in sweep.items():
-        vals = list(values) if isinstance(values, list | tuple) else [values]
-        if not vals:
-            raise ConfigError(f"{axis}_sweep.{name} is empty")
-        points = [{**p, name: v} for p in points for v in vals]
+    for name, values in (sweep_map(sweep, key) or {}).items():
+        points = [{**p, name: v} for p in points for v in values]
     return points
 
 
@@ -349,8 +204,6 @@ def cell_problem(task: Task, dataset: str, dentry: Mapping[str, Any], method: st
     """Why (task, dataset, method) cannot run, or None: the dataset yaml's ``tasks`` and
     capabilities (:func:`dataset_provides` at ``dparams``), the task's ``requires`` and the
     method's ``supports`` (its class's declared contract, dpbench/methods/base.py)."""
-    from dpbench.runner.execute import import_object
-
     tasks = dentry.get("tasks")
     if tasks is not None and task.name not in tasks:
         return f"dataset {dataset!r} serves {', '.join(tasks)}, not {task.name}"
@@ -372,8 +225,6 @@ def params_mismatch(task: Task, m: AxisPoint, profile: str | None,
     """Why the method point ``m`` cannot be scored with ``task_params`` (its output is made
     for other values of parameters the task also takes, :attr:`Task.matched`), or None:
     checked on the method's complete parameters (its class defaults under its yaml's)."""
-    from dpbench.runner.execute import import_object
-
     cls = import_object(m.entry["_target_"])
     params = m.params(profile)
     kind = next((k for k in cls.scored_kinds(task, params) if k in cls.produces), None)
@@ -432,23 +283,6 @@ def thin_sweep(sweep: Any, k: int | None) -> Any:
     return out
 
 
-def max_sweep_points(cfg: DictConfig) -> dict[str, int] | int | None:
-    """The profile's ``sweep_points``: None, one cap for every per-entry method sweep, or
-    ``{method: cap}`` for the methods named (the others keep their whole sweep)."""
-    value = _get(cfg.profile, "sweep_points")
-    if value is None:
-        return None
-    if isinstance(value, Mapping):
-        methods = choices("method")
-        for k in value:
-            if str(k) not in methods:
-                raise ConfigError(f"profile.sweep_points names {str(k)!r}, which is no method"
-                                  f"{did_you_mean(str(k), methods)}; valid: method names "
-                                  "(`dpbench list methods`)")
-        return {str(k): count(v, f"profile.sweep_points.{k}") for k, v in value.items()}
-    return count(value, "profile.sweep_points")
-
-
 def axis_points(items: Sequence[Any], axis: str, entry_of: Any,
                 shared_sweep: Sequence[Mapping[str, Any]],
                 max_points: Mapping[str, int] | int | None = None) -> list[AxisPoint]:
@@ -460,13 +294,10 @@ def axis_points(items: Sequence[Any], axis: str, entry_of: Any,
     for item in items:
         if isinstance(item, str):
             name, own = item, [{}]
-        elif isinstance(item, Mapping) and len(item) == 1:
+        else:                           # {name: {param: [values]}} (schema.run_config)
             name, sweep = next(iter(item.items()))
             cap = max_points.get(name) if isinstance(max_points, Mapping) else max_points
             own = sweep_points(thin_sweep(sweep, cap), f"{axis}s.{name}")
-        else:
-            raise ConfigError(f"{axis}s entry {item!r} must be a name or {{name: {{param: "
-                              "[values]}}}")
         entry = entry_of(name)
         for point in own:
             check_point_types(axis, name, entry, {**point, **{
@@ -500,9 +331,9 @@ def check_point_types(axis: str, name: str, entry: Mapping[str, Any],
         else:
             continue
         if not ok:
-            raise ConfigError(f"{axis}s.{name}: {key}={value!r} is {type(value).__name__}, but "
-                              f"{name}'s {key} is a {type(default).__name__} (default "
-                              f"{default!r})")
+            raise invalid(f"{axis}s.{name}.{key}", value,
+                          f"{name}'s {key} is a {type(default).__name__} (default "
+                          f"{default!r}), not a {type(value).__name__}")
 
 
 def expand(cfg: DictConfig) -> list[TrialSpec]:
@@ -519,37 +350,26 @@ def refused_cells(cfg: DictConfig) -> list[RefusedCell]:
 def expand_cells(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
     """The trials of the composed experiment (:func:`expand`) and the cells refused.
 
-    A cell the task, data or method contract rules out, or whose method's guarantee implies
-    none under the experiment's ``relation``, is a one-line ConfigError, except in an
-    arena (``experiment.arena``), where it is a :class:`RefusedCell` (failures are data).
+    The config is checked first (:func:`schema.run_config`: a bad value is a one-line
+    ConfigError). A cell the task, data or method contract rules out, or whose method's
+    guarantee implies none under the experiment's ``relation``, is a one-line ConfigError,
+    except in an arena (``experiment.arena``), where it is a :class:`RefusedCell` (failures
+    are data).
     """
-    from dpbench.tasks import TASKS
-
-    exp = cfg.experiment
-    profile = cfg.profile.name
-    check_settings(cfg)
-    max_eps = cfg.profile.get("max_epsilons")
-    epsilons = thin(_as_list(_get(cfg, "epsilons"), "epsilons"),
-                    None if max_eps is None else count(max_eps, "profile.max_epsilons"))
-    trials = count(cfg.trials, "trials")
-    if cfg.profile.get("trials") is not None:
-        trials = min(trials, count(cfg.profile.trials, "profile.trials"))
-    task = exp.task
-    if task not in TASKS:
-        raise ConfigError(f"unknown task {task!r}; valid: {', '.join(sorted(TASKS))}")
+    run = run_config(cfg)
+    exp, profile, task = run.experiment, run.profile.name, run.experiment.task
+    epsilons = thin(list(run.epsilons), run.profile.max_epsilons)
+    trials, unit = run.trials, run.budget_unit
     # data= / schema=: the user's own table replaces the datasets (dpbench/data/own.py)
-    own = own_dataset(_get(cfg, "data"), _get(cfg, "schema"), task, choices("dataset"))
-    listed = [own[0]] if own else axis_list(cfg, "datasets")
-    kept = listed if own else profile_datasets(cfg)
+    own = own_dataset(run.data, run.data_schema, task, choices("dataset"))
+    listed = [own[0]] if own else axis_list(run, "datasets")
+    kept = listed if own else profile_subset(run, "datasets", listed)
     task_params = dataset_task_params(exp, listed, kept)
     try:
         for given in task_params.values():
             TASKS[task].resolve_params(given)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    unit = cfg.get("budget_unit", "epsilon")
-    for eps in epsilons:
-        check_budget(eps, cfg.delta, unit)
 
     def dataset(name: str) -> dict[str, Any]:
         entry = own[1] if own and name == own[0] else load_entry("dataset", name)
@@ -559,21 +379,13 @@ def expand_cells(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
         return _with_target("method", name, load_entry("method", name))
 
     datasets = axis_points(kept, "dataset", dataset,
-                           sweep_points(_get(cfg, "dataset_sweep"), "dataset"))
-    methods = axis_points(profile_subset(cfg, "methods"), "method", method,
-                          sweep_points(_get(cfg, "method_sweep"), "method"),
-                          max_sweep_points(cfg))
+                           sweep_points(run.dataset_sweep, "dataset_sweep"))
+    methods = axis_points(profile_subset(run, "methods", axis_list(run, "methods")), "method",
+                          method, sweep_points(run.method_sweep, "method_sweep"),
+                          run.profile.sweep_points)
     by_dataset = dataset_method_params(exp, listed, kept, methods)
     methods_of = {d.name: with_dataset_params(methods, by_dataset[d.name]) for d in datasets}
-    relation = _get(exp, "relation")
-    if relation is not None and relation not in RELATIONS:
-        raise ConfigError(f"experiment.relation={relation!r} unknown; valid: "
-                          f"{', '.join(RELATIONS)}")
-    arena = bool(_get(exp, "arena"))
-    limit = _get(cfg, "time_limit_s")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float)
-                              or not limit > 0):
-        raise ConfigError(f"time_limit_s={limit!r} is invalid: seconds > 0, or null")
+    relation, arena, limit = exp.relation, exp.arena is not None, run.time_limit_s
     eps_of = dataset_epsilons(cfg, kept, epsilons)
     cells, refused = [], []
     for d in datasets:
@@ -609,13 +421,13 @@ def expand_cells(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
                     dataset=d.id, dataset_target=d.entry["_target_"],
                     dataset_params=dparams, method=m.id,
                     method_target=m.entry["_target_"], method_params=mparams,
-                    task=task, epsilon=float(eps), delta=cfg.delta,
+                    task=task, epsilon=float(eps), delta=run.delta,
                     budget_unit=unit, trial=t, task_params=task_params[d.name],
                     key_as={**d.pin, **m.pin}, relation=cell_relation,
                     meta={"dataset_label": d.label, "method_label": m.label,
                           "dataset_sweep": d.point, "method_sweep": m.point,
                           **({"relation": relation} if relation else {}),
-                          **({"time_limit_s": float(limit)} if limit else {})},
+                          **({"time_limit_s": limit} if limit else {})},
                 ))
     if arena and not specs:
         raise ConfigError(f"no cell of arena {exp.name!r} can run: "
@@ -634,8 +446,6 @@ class RefusedCell(NamedTuple):
 def native_relation(entry: Mapping[str, Any], params: Mapping[str, Any]) -> str:
     """The neighbouring relation a configured method's guarantee is stated for (an
     instance may refine its class's, e.g. by the sampler it is given)."""
-    from dpbench.runner.execute import import_object
-
     cls = import_object(entry["_target_"])
     try:
         return str(cls(**params).neighbours)
@@ -650,8 +460,6 @@ def relation_problem(entry: Mapping[str, Any], params: Mapping[str, Any], relati
     experiment runs; the method's parameters). A method whose class has its own analysis
     for ``relation`` (``Method.relations``) runs it, its parameters gaining ``relation``;
     otherwise a guarantee under its native relation is converted (group privacy)."""
-    from dpbench.runner.execute import import_object
-
     native = native_relation(entry, params)
     if native != relation and relation in import_object(entry["_target_"]).relations:
         return None, None, {**params, "relation": relation}
@@ -664,23 +472,16 @@ def relation_problem(entry: Mapping[str, Any], params: Mapping[str, Any], relati
 
 #: what a method yaml's ``arena:`` key may say: the role it plays on every arena board
 ARENA_ROLES = ("method", "baseline", "reference")
-#: the value of an arena experiment's ``datasets`` / ``methods`` that means "every member"
-ARENA_AXIS = "arena"
-
-
-def axis_list(cfg: DictConfig, axis: str) -> list[Any]:
+def axis_list(run: RunConfig, axis: str) -> list[Any]:
     """The experiment's ``datasets`` or ``methods`` list; ``arena`` (alone or as an item)
     stands for every yaml of the group that joins arenas and serves the experiment's task
     (:func:`arena_members`), so a new method or dataset joins every arena it can serve
     without an arena changed."""
-    value = _get(cfg, axis)
-    if value == ARENA_AXIS:
-        value = [ARENA_AXIS]
-    listed = _as_list(value, axis)
+    listed = list(getattr(run, axis))
     if ARENA_AXIS not in listed:
         return listed
     i = listed.index(ARENA_AXIS)    # `[arena, {original: {fraction: [...]}}]`: members + extras
-    return [*listed[:i], *arena_members(axis[:-1], str(cfg.experiment.task)), *listed[i + 1:]]
+    return [*listed[:i], *arena_members(axis[:-1], run.experiment.task), *listed[i + 1:]]
 
 
 def arena_role(group: str, name: str) -> str | None:
@@ -693,8 +494,8 @@ def arena_role(group: str, name: str) -> str | None:
     if role is True:
         return "method"
     if role not in ARENA_ROLES:
-        raise ConfigError(f"{name!r}: arena={role!r} unknown; valid: "
-                          f"{', '.join(ARENA_ROLES)} (or true for a dataset)")
+        raise unknown("arena role", role, [*ARENA_ROLES, "true (a dataset)"],
+                      where=f"{group} {name!r}")
     return str(role)
 
 
@@ -702,8 +503,6 @@ def arena_members(group: str, task: str) -> list[str]:
     """Every ``dataset`` / ``method`` yaml with an ``arena:`` role that serves ``task`` (a
     dataset listing it among its tasks; a method whose class scores it,
     ``Method.tasks_scored``), in name order."""
-    from dpbench.runner.execute import import_object
-
     out = []
     for name in choices(group):
         if arena_role(group, name) is None:
@@ -731,60 +530,49 @@ def arena_roles() -> dict[str, str]:
     return out
 
 
-def entry_name(item: Any) -> str:
-    """The yaml name of a grid list item: ``name`` or a per-entry sweep ``{name: {...}}``."""
-    return str(next(iter(item))) if isinstance(item, Mapping) else str(item)
-
-
-def profile_subset(cfg: DictConfig, axis: str) -> list[Any]:
-    """The experiment's ``axis`` list (``datasets`` or ``methods``), narrowed to the entries
-    the profile's ``axis`` names when it names some (e.g. a smoke profile keeping the two
-    smallest datasets, or a default profile leaving out methods too slow for one machine);
-    a list given on the command line is narrowed the same way, and must keep at least one."""
-    listed = axis_list(cfg, axis)
-    keep = cfg.profile.get(axis)
+def profile_subset(run: RunConfig, axis: str, listed: list[Any]) -> list[Any]:
+    """The experiment's ``axis`` list (``datasets`` or ``methods``, as :func:`axis_list`
+    gives it), narrowed to the entries the profile's ``axis`` names when it names some (e.g.
+    a smoke profile keeping the two smallest datasets, or a default profile leaving out
+    methods too slow for one machine); a list given on the command line is narrowed the
+    same way, and must keep at least one."""
+    keep = getattr(run.profile, axis)
     if keep is None:
         return listed
     names = [entry_name(d) for d in listed]
-    keep = {str(k) for k in keep}
-    out = [d for d, n in zip(listed, names, strict=True) if n in keep]
+    out = [d for d, n in zip(listed, names, strict=True) if n in set(keep)]
     if not out:
-        raise ConfigError(f"profile {cfg.profile.name!r} keeps {axis} {sorted(keep)}, none "
-                          f"of which is listed; listed: {', '.join(names)}")
+        raise ConfigError(f"profile {run.profile.name!r} keeps {axis} {sorted(set(keep))}, "
+                          f"none of which is listed; listed: {', '.join(names)}")
     return out
-
-
-def profile_datasets(cfg: DictConfig) -> list[Any]:
-    """:func:`profile_subset` of the datasets."""
-    return profile_subset(cfg, "datasets")
 
 
 def declared(exp: Any, axis: str) -> set[str] | None:
     """The names the experiment's own yaml lists on ``axis`` (``datasets`` / ``methods``;
     ``arena`` expanded to the members), before any command-line narrowing; None when the
-    experiment has no yaml of its name (a config composed by hand)."""
-    name = str(_get(exp, "name") or "")
+    experiment has no yaml of its name (a config composed by hand). ``exp``: an
+    :class:`ExperimentSpec` or the composed ``experiment`` node."""
+    name = str(exp.name or "")
     if name not in entries("experiment"):
         return None
     value = load_entry("experiment", name).get(axis)
     items = value if isinstance(value, list) else [value]
     out = {entry_name(v) for v in items if v is not None and v != ARENA_AXIS}
     if ARENA_AXIS in items:
-        out |= set(arena_members(axis[:-1], str(_get(exp, "task"))))
+        out |= set(arena_members(axis[:-1], str(exp.task)))
     return out
 
 
-def _by_dataset(exp: Any, key: str, listed: list[Any]) -> dict[str, Any]:
+def _by_dataset(exp: ExperimentSpec, key: str, listed: list[Any]) -> dict[str, Any]:
     """The experiment's ``key: {dataset: ...}`` map for the datasets listed: every name must
     be a dataset of the experiment's yaml; one a profile or a ``datasets=`` override left
     out is skipped (its settings unused)."""
     names = [entry_name(d) for d in listed]
-    by = dict(_get(exp, key) or {})
+    by = dict(getattr(exp, key) or {})
     allowed = set(names) | (declared(exp, "datasets") or set())
     stray = sorted(set(by) - allowed)
     if stray:
-        raise ConfigError(f"{key} names {stray[0]!r}, which is not among the "
-                          f"experiment's datasets; valid: {', '.join(names)}")
+        raise not_among(key, stray[0], "experiment's datasets", names)
     return {k: v for k, v in by.items() if k in names}
 
 
@@ -816,17 +604,17 @@ def dataset_epsilons(cfg: DictConfig, kept: list[Any], epsilons: list[Any]
     return out
 
 
-def dataset_task_params(exp: Any, listed: list[Any], kept: list[Any]
+def dataset_task_params(exp: ExperimentSpec, listed: list[Any], kept: list[Any]
                         ) -> dict[str, dict[str, Any]]:
     """Task parameters per kept dataset name: the experiment's ``task_params``, updated by
     its ``task_params_by_dataset: {dataset: {param: value}}`` (a parameter whose value
     depends on the data, such as which extra targets exist)."""
-    common = dict(_get(exp, "task_params") or {})
+    common = dict(exp.task_params)
     by = _by_dataset(exp, "task_params_by_dataset", listed)
     return {n: {**common, **dict(by.get(n) or {})} for n in map(entry_name, kept)}
 
 
-def dataset_method_params(exp: Any, listed: list[Any], kept: list[Any],
+def dataset_method_params(exp: ExperimentSpec, listed: list[Any], kept: list[Any],
                           methods: Sequence[AxisPoint]) -> dict[str, dict[str, dict[str, Any]]]:
     """``method_params_by_dataset: {dataset: {method: {param: value or [values]}}}`` per
     dataset name, checked: every dataset and method is in the grid and every parameter is
@@ -834,8 +622,6 @@ def dataset_method_params(exp: Any, listed: list[Any], kept: list[Any],
     per-dataset sweep, e.g. an ensemble size that must fit the data). A method of the
     experiment's yaml that the grid does not hold (``methods=`` narrowed it away) is
     skipped; any other name is an error."""
-    from dpbench.runner.execute import import_object
-
     by = _by_dataset(exp, "method_params_by_dataset", listed)
     entries = {m.name: m.entry for m in methods}
     own_methods = declared(exp, "methods") or set()
@@ -847,14 +633,13 @@ def dataset_method_params(exp: Any, listed: list[Any], kept: list[Any],
                 del per[mname]      # a method the grid was narrowed away from: unused
                 continue
             if mname not in entries:
-                raise ConfigError(f"method_params_by_dataset.{dname} names method {mname!r}, "
-                                  f"which is not among the experiment's methods; valid: "
-                                  f"{', '.join(entries)}")
+                raise not_among(f"method_params_by_dataset.{dname}", mname,
+                                "experiment's methods", entries)
             valid = _param_names(import_object(entries[mname]["_target_"]))
             bad = sorted(set(params) - valid) if valid is not None else []
             if bad:
-                raise ConfigError(f"method_params_by_dataset.{dname}.{mname}: unknown "
-                                  f"parameter {bad[0]!r}; valid: {', '.join(sorted(valid))}")
+                raise unknown_key(f"method_params_by_dataset.{dname}.{mname}", bad[0], valid,
+                                  noun="parameter")
         out[dname] = per
     return {n: out[n] for n in map(entry_name, kept)}
 
@@ -892,7 +677,8 @@ def with_dataset_params(methods: Sequence[AxisPoint], params: Mapping[str, Mappi
 
 def _with_target(group: str, name: str, entry: dict[str, Any]) -> dict[str, Any]:
     if "_target_" not in entry:
-        raise ConfigError(f"{group} {name!r} has no _target_")
+        raise not_set("_target_", "a yaml names the class or loader it configures",
+                      where=f"{group} {name!r}")
     return entry
 
 
