@@ -47,16 +47,24 @@ def refusal_file(results: Path) -> Path:
     return path
 
 
-def no_data(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Make loading the data fail; the list counts the attempts."""
+def counting(monkeypatch: pytest.MonkeyPatch, name: str, fail: bool = False) -> list[int]:
+    """Count the calls of ``workspace.<name>`` (``fail``: make each one fail)."""
     calls: list[int] = []
+    real = getattr(workspace, name)
 
-    def refuse(*args: object, **kwargs: object) -> list:
+    def counted(*args: object, **kwargs: object) -> object:
         calls.append(1)
-        raise AssertionError("a reader loaded the data to find the refused cells")
+        if fail:
+            raise AssertionError(f"workspace.{name} was called")
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(workspace, "preflight", refuse)
+    monkeypatch.setattr(workspace, name, counted)
     return calls
+
+
+def no_data(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Make loading the data (and checking the methods against it) fail."""
+    return counting(monkeypatch, "preflight", fail=True)
 
 
 def board_reasons(results: Path) -> dict[tuple[str, str], str]:
@@ -118,14 +126,7 @@ def test_a_stale_stored_refusal_is_ignored(results: Path, monkeypatch: pytest.Mo
         r["reason"] = "as the run stored it"
     record["fingerprint"] = "0" * 64          # decided by other code, data or settings
     path.write_text(json.dumps(record))
-    calls: list[int] = []
-    real = workspace.preflight
-
-    def counted(*args: object, **kwargs: object) -> list:
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(workspace, "preflight", counted)
+    calls = counting(monkeypatch, "preflight")
     assert main(["leaderboard", *ARENA, f"results_dir={results}"]) == 0
     assert calls
     reasons = board_reasons(results)
@@ -154,10 +155,7 @@ def test_an_arena_page_copies_a_current_board(results: Path, monkeypatch: pytest
     (board,) = (results / "leaderboard").glob("arena_regression-smoke*/board.json")
     written = board.read_bytes()
 
-    def recompute(*args: object, **kwargs: object) -> None:
-        raise AssertionError("the board was computed again")
-
-    monkeypatch.setattr(workspace, "arena_boards", recompute)
+    counting(monkeypatch, "arena_boards", fail=True)
     no_data(monkeypatch)
     assert main(["leaderboard", *common]) == 0          # unchanged: not written again
     assert "not written again" in capsys.readouterr().out
@@ -179,14 +177,7 @@ def test_a_stale_board_is_computed_again(results: Path, monkeypatch: pytest.Monk
     store = ResultStore(results / "store")
     key = store.keys()[0]                                   # a trial record rewritten
     store.put(json.loads(store.path(key).read_text()))
-    calls: list[int] = []
-    real = workspace.arena_boards
-
-    def counted(*args: object, **kwargs: object) -> object:
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(workspace, "arena_boards", counted)
+    calls = counting(monkeypatch, "arena_boards")
     assert main(["site", *common]) == 0
     assert calls == [1]
     page = results / "site" / "arena_regression-smoke"
