@@ -58,9 +58,6 @@ from dpbench.tasks.base import Task
 #: typo such as trials=1000000000 is refused at once instead of expanding for hours
 MAX_GRID_TRIALS = 1_000_000
 
-#: a grid list as a list (an unset or empty one refused: ``schema.axis_items``)
-_as_list = axis_items
-
 
 def _merged(base: Any, over: Any) -> Any:
     """``over`` merged into ``base`` as OmegaConf merges configs: mappings key by key,
@@ -386,7 +383,7 @@ def expand_cells(cfg: DictConfig) -> tuple[list[TrialSpec], list[RefusedCell]]:
     by_dataset = dataset_method_params(exp, listed, kept, methods)
     methods_of = {d.name: with_dataset_params(methods, by_dataset[d.name]) for d in datasets}
     relation, arena, limit = exp.relation, exp.arena is not None, run.time_limit_s
-    eps_of = dataset_epsilons(cfg, kept, epsilons)
+    eps_of = dataset_epsilons(run, kept, epsilons)
     cells, refused = [], []
     for d in datasets:
         for m in methods_of[d.name]:
@@ -576,31 +573,31 @@ def _by_dataset(exp: ExperimentSpec, key: str, listed: list[Any]) -> dict[str, A
     return {k: v for k, v in by.items() if k in names}
 
 
-def dataset_epsilons(cfg: DictConfig, kept: list[Any], epsilons: list[Any]
+def dataset_epsilons(run: RunConfig, kept: list[Any], epsilons: list[Any]
                      ) -> dict[str, list[Any]]:
     """Epsilons per kept dataset name: the grid's, or, for a dataset the profile's
     ``dataset_epsilons: {dataset: [eps, ...]}`` names (an arena's cheaper default profile),
     those of the grid's it lists, so each of its cells is one the whole grid holds (the
     same trial key). A name that is not an experiment's dataset, or a list that keeps
     none of the grid's epsilons, is a ConfigError."""
-    by = dict(cfg.profile.get("dataset_epsilons") or {})
+    by = dict(run.profile.dataset_epsilons or {})
     names = [entry_name(d) for d in kept]
-    allowed = set(names) | (declared(cfg.experiment, "datasets") or set())
+    allowed = set(names) | (declared(run.experiment, "datasets") or set())
     stray = sorted(set(by) - allowed)
     if stray:
-        raise ConfigError(f"profile.dataset_epsilons names {stray[0]!r}, which is not among "
-                          f"the experiment's datasets; valid: {', '.join(names)}")
+        raise not_among("profile.dataset_epsilons", stray[0], "experiment's datasets", names)
     out = {}
     for name in names:
         if by.get(name) is None:
             out[name] = list(epsilons)
             continue
-        keep = {float(e) for e in _as_list(by[name], f"profile.dataset_epsilons.{name}")}
+        key = f"profile.dataset_epsilons.{name}"
+        keep = {float(e) for e in axis_items(by[name], key)}
         out[name] = [e for e in epsilons if float(e) in keep]
         if not out[name]:
-            raise ConfigError(f"profile.dataset_epsilons.{name}={sorted(keep)} keeps none of "
-                              f"the grid's epsilons {list(epsilons)}; name some of them, or "
-                              "give profile.dataset_epsilons=null for every epsilon")
+            raise invalid(key, sorted(keep), f"it keeps none of the grid's epsilons "
+                          f"{list(epsilons)}; name some of them, or give "
+                          "profile.dataset_epsilons=null for every epsilon")
     return out
 
 

@@ -38,7 +38,8 @@ from omegaconf import DictConfig, OmegaConf
 from dpbench import compile_cache
 from dpbench.runner.cost import array_tasks
 from dpbench.runner.execute import HELD, run_trial
-from dpbench.runner.grid import ConfigError
+from dpbench.runner.local import progress_bar
+from dpbench.runner.schema import COUNT, Interval, check, invalid
 from dpbench.runner.slurm_queue import ACTIVE_STATES, SlurmError, max_array_size, task_states
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK, ResultStore
@@ -114,21 +115,15 @@ class SlurmSettings:
         assert isinstance(r, dict)
 
         def integer(name: str) -> int:
-            v = r.get(name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"runner.{name}={v!r} is invalid: it must be an integer >= 1")
-            return v
+            return int(check(f"runner.{name}", r.get(name), [COUNT]))
 
-        mem = r.get("mem_gb")
-        if isinstance(mem, bool) or not isinstance(mem, int | float) or not mem > 0:
-            raise ConfigError(f"runner.mem_gb={mem!r} is invalid: it must be a number > 0")
-        poll = r.get("poll_s", 5)
-        if isinstance(poll, bool) or not isinstance(poll, int | float) or not poll > 0:
-            raise ConfigError(f"runner.poll_s={poll!r} is invalid: it must be a number > 0")
+        positive = [Interval(float, 0, None, "neither")]
+        mem = check("runner.mem_gb", r.get("mem_gb"), positive)
+        poll = check("runner.poll_s", r.get("poll_s", 5), positive)
         sbatch = r.get("sbatch") or {}
         if not isinstance(sbatch, dict):
-            raise ConfigError(f"runner.sbatch={sbatch!r} is invalid: it must be a mapping of "
-                              "extra sbatch options, e.g. {account: myproj, qos: normal}")
+            raise invalid("runner.sbatch", sbatch, "it must be a mapping of extra sbatch "
+                          "options, e.g. {account: myproj, qos: normal}")
         partition = r.get("partition")
         return cls(partition=None if partition in (None, "") else str(partition),
                    timeout_min=integer("timeout_min"), mem_gb=float(mem),
@@ -303,8 +298,6 @@ def submit(cfg: DictConfig, todo: Sequence[TrialSpec], store: ResultStore) -> in
 def wait(store: ResultStore, specs: Sequence[TrialSpec], settings: SlurmSettings,
          name: str) -> int:
     """Block until every trial is stored or its task has ended; 0 if all are ok."""
-    from dpbench.runner.local import progress_bar
-
     keys = [s.key for s in specs]
     with progress_bar(disable=not settings.progress) as bar:
         task = bar.add_task(name, total=len(keys), status="")

@@ -71,6 +71,7 @@ CASES = [
     ("trials", True, ["trials=True is invalid"]),
     ("profile.trials", 0, ["profile.trials=0 is invalid", ">= 1"]),
     ("profile.max_epsilons", "x", ["profile.max_epsilons='x' is invalid"]),
+    ("profile.dataset_epsilons", 3, ["profile.dataset_epsilons=3 is invalid", "a mapping"]),
     ("experiment.task_params", 3, ["experiment.task_params=3 is invalid", "a mapping"]),
     ("experiment.figures", "mse_vs_eps", ["experiment.figures='mse_vs_eps' is invalid",
                                           "a list"]),
@@ -194,6 +195,24 @@ def test_the_expander_refuses_through_the_schema(plain: dict[str, Any]) -> None:
     with pytest.raises(ConfigError) as expanded:
         expand_cells(OmegaConf.create(bad))
     assert str(expanded.value) == str(direct.value)
+
+
+@pytest.mark.parametrize(("override", "must"), [
+    ("+profile.dataset_epsilons={nope: [1.0]}",
+     ["profile.dataset_epsilons names 'nope', which is not among the experiment's datasets",
+      "valid: adult"]),
+    ("+profile.dataset_epsilons={adult: [123.0]}",
+     ["profile.dataset_epsilons.adult=[123.0] is invalid", "keeps none of the grid's"]),
+])
+def test_what_only_the_expansion_sees_is_refused_in_the_schemas_wording(
+        override: str, must: list[str]) -> None:
+    cfg = compose_config(["experiment=linreg_adult", override])
+    with pytest.raises(ConfigError) as exc:
+        expand_cells(cfg)
+    msg = str(exc.value)
+    assert "\n" not in msg
+    for text in must:
+        assert text in msg, (text, msg)
 
 
 def test_the_top_level_keys_are_the_root_configs() -> None:
