@@ -52,10 +52,11 @@ the ratios authors / dpbench. The output compared: MWEM and PEP their last distr
 GEM the expected answers of the EMA (0.9) of the last T/2 rounds' generators (their
 ``distr`` errors), RAP the clipped answers of the relaxed rows.
 
-``--sides dpbench --reuse REPORT`` runs dpbench's side alone and takes the authors' runs
-of the same cells from an earlier report (their code is seeded and unchanged, so only its
-timings would move); the report says which side it reused. The script prints how long it
-expects to take before it starts. Not a test.
+``--methods`` defaults to every method but GEM-Pub (its pre-training alone takes hours:
+``make bench-peers-qr-gem-pub``). ``--sides dpbench --reuse REPORT`` runs dpbench's side
+alone and takes the authors' runs of the same cells and seeds from an earlier report (their
+code is seeded and unchanged, so only its timings would move); the report says which side
+it reused. The script prints how long it expects to take before it starts. Not a test.
 """
 
 from __future__ import annotations

@@ -1,7 +1,11 @@
 """scripts/bench_peers_qr.py refuses, in one line and before creating its virtual
-environment, when it is not given the authors' checkout or given a folder that is not one,
-or asked to run one side without a report of the same cells to take the other from.
-(The benchmark itself is run by hand, ``make bench-peers-qr``; never as a test.)"""
+environment, when it is not given the authors' checkout or given a folder that is not one
+(for GEM-Pub: without their gem_nondp.py), or asked to run one side without a report of the
+same cells and seeds to take the other from; its comparison of several seeds a side gives
+each side's mean ± s.e. and z. The authors' side of GEM-Pub (bench_peers_qr_authors.py) runs
+on a fake checkout: it pre-trains once, fine-tunes from that pre-training's generator and
+latents, and refuses an unfinished one. (The benchmark itself is run by hand, ``make
+bench-peers-qr``, ``make bench-peers-qr-gem-pub``; never as a test.)"""
 
 from __future__ import annotations
 
