@@ -108,3 +108,86 @@ def test_toy_cells_run_and_reach_the_board(toy_root: Path, tmp_path: Path,
     assert rows["toy_generator"]["trials_ok"] == 2 and np.isfinite(rows["toy_generator"]["mean"])
     assert rows["mwem"]["status"] == "refused"          # one cell out, the others intact
     assert isinstance(pd.read_csv(folder / "board.csv"), pd.DataFrame)
+
+
+# --- breadth (issue 60, item 1): the default profiles' tables and their public domains ----
+
+#: the fewest tables each arena's default profile ranks on (issue 60: "at the default profile
+#: >= 8 tables for synthetic data / query release, >= 6 for classification, >= 4 for
+#: regression")
+FLOORS = {"arena_synthetic": 8, "arena_classification": 6, "arena_regression": 4}
+
+
+def default_tables(arena: str) -> dict[str, dict]:
+    """Each table of ``arena``'s default grid and the dataset parameters of its cells."""
+    specs, _ = expand_cells(compose_config([f"experiment={arena}", "profile=default"]))
+    return {s.dataset: s.dataset_params for s in specs}
+
+
+@pytest.mark.parametrize("arena", sorted(FLOORS))
+def test_the_default_profile_ranks_on_the_issues_number_of_arena_tables(arena: str) -> None:
+    from dpbench.runner.grid import arena_members
+
+    tables = default_tables(arena)
+    assert len(tables) >= FLOORS[arena], sorted(tables)
+    # every one an arena member that serves the task, and on data shipped with dpbench
+    assert set(tables) <= set(arena_members("dataset", ARENA_TASKS[arena]))
+    assert not [d for d, p in tables.items() if "download" in p], tables
+
+
+def _member_files() -> list[tuple[str, dict]]:
+    """(table, dataset parameters) of every file-backed table of the three default profiles,
+    one per data folder and parameters."""
+    seen: dict[str, tuple[str, dict]] = {}
+    for arena in sorted(FLOORS):
+        for name, params in default_tables(arena).items():
+            if "dataset_dir" in params:
+                seen.setdefault(json.dumps(params, sort_keys=True), (name, params))
+    return sorted(seen.values(), key=lambda t: t[0])
+
+
+def _perturbed_copy(dataset_dir: str, root: Path) -> None:
+    """``data/<dataset_dir>`` copied under ``root`` with every data row's codes set to 0
+    (a table no domain computed from its rows could share with the original: each attribute
+    would have one level), its MANIFEST's checksums rewritten to match."""
+    import gzip
+    import hashlib
+    import io
+    import shutil
+
+    from dpbench.data.files import data_root, read_bytes
+
+    src, dst = data_root() / dataset_dir, root / dataset_dir
+    shutil.copytree(src, dst)
+    manifest = json.loads((dst / "MANIFEST.json").read_text())
+    for name, entry in manifest["files"].items():
+        if entry.get("rows") is None:           # the domain file (the schema): kept
+            continue
+        frame = pd.read_csv(io.BytesIO(read_bytes(src / name)))
+        codes = [c for c in frame.columns if not c.startswith("Unnamed")]
+        frame[codes] = 0
+        raw = frame.to_csv(index=False).encode()
+        (dst / name).write_bytes(gzip.compress(raw) if name.endswith(".gz") else raw)
+        entry["sha256_uncompressed"] = hashlib.sha256(raw).hexdigest()
+    (dst / "MANIFEST.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize(("table", "params"), _member_files(), ids=lambda v: v
+                         if isinstance(v, str) else "")
+def test_a_member_tables_domain_is_its_schemas_never_its_rows(
+        table: str, params: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The public domain (and the bounds derived from it) of every file-backed table of the
+    default arenas is read from its documented domain file: rows replaced by all-zero codes
+    leave it unchanged."""
+    from dpbench.runner.execute import import_object
+    from dpbench.runner.grid import load_entry
+
+    load = import_object(load_entry("dataset", table)["_target_"])
+    real = load(rng=np.random.default_rng(0), **params).train
+    _perturbed_copy(params["dataset_dir"], tmp_path)
+    monkeypatch.setenv("DPBENCH_DATA_DIR", str(tmp_path))
+    zeros = load(rng=np.random.default_rng(0), **params).train
+    assert (zeros.discrete.to_numpy() == 0).all()           # the rows did change
+    assert dict(zeros.domain) == dict(real.domain)
+    assert min(real.domain.values()) >= 2                   # rows alone would give 1 level
+    assert (zeros.x_bound, zeros.y_bound) == (real.x_bound, real.y_bound)

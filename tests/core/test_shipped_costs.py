@@ -58,3 +58,21 @@ def test_every_shipped_line_is_read_and_names_its_machine() -> None:
     for path in files:
         lines = read_reference(path)
         assert lines and all(ln["machine"] and ln["seconds"] >= 0 for ln in lines), path
+
+
+#: the three arenas' default profiles together, by ``plan`` from a clean clone (issue 60,
+#: item 1: "the three default profiles together <= 4 CPU-hours by plan")
+ARENA_DEFAULT_CPU_HOURS = 4.0
+
+
+def test_the_three_default_arenas_plan_within_their_cpu_budget(tmp_path: Path) -> None:
+    hours = {}
+    for arena in ("arena_synthetic", "arena_classification", "arena_regression"):
+        cfg = compose_config([f"experiment={arena}", "profile=default",
+                              f"results_dir={tmp_path / arena}"])
+        specs, _ = runnable(cfg)
+        cost = grid_cost(specs, specs, ResultStore(tmp_path / arena / "store"),
+                         *reference_of(cfg))
+        assert not cost.unknown(), arena
+        hours[arena] = cost.seconds(specs) / 3600
+    assert 0 < sum(hours.values()) <= ARENA_DEFAULT_CPU_HOURS, hours
