@@ -139,6 +139,9 @@ class Header:
     references: list[str] = field(default_factory=list)
     versions: dict[str, dict[str, int]] = field(default_factory=dict)
     alerts: list[str] = field(default_factory=list)
+    #: the datasets a cheaper profile runs at fewer epsilons or with task parameters of
+    #: their own (:func:`reduced_lines`), one statement each
+    reduced: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -264,11 +267,50 @@ def cell_facts(specs: Sequence[TrialSpec], store: ResultStore,
             facts = replace(facts, failed=facts.failed + 1,
                             error=facts.error or str(rec.get("error", "")))
         out[cell] = replace(facts, asked=facts.asked + 1)
-    for eps in sorted({s.epsilon for s in specs}):
-        for dataset, method, reason in refused:
+    every = sorted({s.epsilon for s in specs})
+    own: dict[str, set[float]] = {}
+    for s in specs:
+        own.setdefault(s.dataset, set()).add(s.epsilon)
+    for dataset, method, reason in refused:
+        # at the epsilons its dataset runs at (a cheaper profile may keep fewer for it)
+        for eps in sorted(own.get(dataset) or every):
             out[(dataset, method, eps)] = CellFacts(labels.get(dataset, dataset),
                                                     labels.get(method) or _label(method), 0,
                                                     refused=reason)
+    return out
+
+
+def reduced_lines(specs: Sequence[TrialSpec], experiment: Mapping[str, Any]) -> list[str]:
+    """One statement per dataset that the grid runs at fewer epsilons than the others, or
+    with task parameters other than the experiment's (an arena's cheaper default profile:
+    ``profile.dataset_epsilons``, ``experiment.task_params_by_dataset``): what it runs at,
+    beside what the arena's other tables run at."""
+    every = sorted({s.epsilon for s in specs})
+    common = dict(experiment.get("task_params") or {})
+    unit = specs[0].budget_unit if specs else "epsilon"
+    eps: dict[str, set[float]] = {}
+    seen: dict[str, TrialSpec] = {}
+    for s in specs:
+        eps.setdefault(s.dataset, set()).add(s.epsilon)
+        seen.setdefault(s.dataset, s)
+
+    def values(xs: Iterable[float]) -> str:
+        return ", ".join(f"{x:g}" for x in sorted(xs))
+
+    def params(p: Mapping[str, Any]) -> str:
+        return ", ".join(f"{k}={v}" for k, v in sorted(p.items())) or "none"
+
+    out = []
+    for dataset, s in seen.items():
+        parts = []
+        if eps[dataset] != set(every):
+            parts.append(f"{unit} {values(eps[dataset])} only (the grid: {values(every)})")
+        if dict(s.task_params) != common:
+            parts.append(f"task parameters {params(s.task_params)} (the experiment's: "
+                         f"{params(common)})")
+        if parts:
+            label = s.meta.get("dataset_label", dataset)
+            out.append(f"{label}: {'; '.join(parts)}")
     return out
 
 
@@ -685,7 +727,8 @@ def boards_from_store(specs: Sequence[TrialSpec], store: ResultStore,
     unit = specs[0].budget_unit if specs else "epsilon"
     common = dict(versions=versions(specs, store),
                   alerts=[*alerts(frame), *relation_alerts(frame, relation),
-                          *filter(None, [group_note(frame)])])
+                          *filter(None, [group_note(frame)])],
+                  reduced=reduced_lines(specs, experiment))
     boards = {}
     for metric, higher in metrics.items():
         rules = Rules(metric, higher, baselines, references)
@@ -811,7 +854,8 @@ def header_lines(h: Header) -> list[str]:
             f"trials: {h.trials}", f"baselines: {', '.join(h.baselines) or 'none'}",
             f"references (never ranked): {', '.join(h.references) or 'none'}",
             f"test: {h.test}", f"commit: {h.commit}",
-            f"library versions (version (ok trials)): {vers}", *h.alerts]
+            f"library versions (version (ok trials)): {vers}", *h.alerts,
+            *(f"reduced at this profile (cost; docs/arena.md): {x}" for x in h.reduced)]
 
 
 def to_markdown(board: Board) -> str:

@@ -191,3 +191,32 @@ def test_a_member_tables_domain_is_its_schemas_never_its_rows(
     assert dict(zeros.domain) == dict(real.domain)
     assert min(real.domain.values()) >= 2                   # rows alone would give 1 level
     assert (zeros.x_bound, zeros.y_bound) == (real.x_bound, real.y_bound)
+
+
+def test_the_board_states_each_table_run_at_fewer_epsilons_or_a_smaller_workload(
+        tmp_path: Path) -> None:
+    """The default synthetic-data board says which tables run at eps 1 only and on which
+    workload, and lists a refused cell only at the epsilons its table runs at."""
+    from omegaconf import OmegaConf
+
+    from dpbench.report.leaderboard import boards_from_store, to_markdown
+    from dpbench.runner.store import ResultStore
+
+    cfg = compose_config(["experiment=arena_synthetic", "profile=default"])
+    specs, refused = expand_cells(cfg)
+    refused = [*refused, ("mpdp_dutch", "gem", "a refusal for the test")]
+    experiment = OmegaConf.to_container(cfg.experiment, resolve=True)
+    board = next(iter(boards_from_store(specs, ResultStore(tmp_path), experiment,
+                                        profile="default", delta="1/n**2", trials="3",
+                                        refused=refused).values()))
+    stated = {line.split(":")[0]: line for line in board.header.reduced}
+    added = {s.meta["dataset_label"] for s in specs if s.dataset != "qr_adult_reduced"}
+    assert set(stated) == added and len(added) >= FLOORS["arena_synthetic"] - 1
+    for line in stated.values():
+        assert "epsilon 1 only (the grid: 0.1, 0.5, 1, 2)" in line
+        assert "max_cells=n, number=64, seed=0" in line and "workload=all_3way" in line
+    assert all(f"reduced at this profile (cost; docs/arena.md): {x}" in to_markdown(board)
+               for x in board.header.reduced)
+    dutch = {(t.epsilon, r.method) for t in board.tables if t.dataset == "mpdp_dutch"
+             for r in t.rows if r.status == "refused"}
+    assert dutch and {e for e, _ in dutch} == {1.0} and (1.0, "gem") in dutch
