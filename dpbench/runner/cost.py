@@ -31,8 +31,8 @@ Each trial to run gets its figures from the first of these that has them:
    pooled, once gave an arena cell 1,200 hours). The longest to expect is the estimate times
    the largest ratio of actual to fitted time among the trials fitted; memory is the largest
    peak of the method's trials on the same dataset, else on the datasets nearest in size
-   (training rows and columns, in logs; a 7.2 GB Adult fit once priced a Compas trial that
-   peaks at 0.5 GB), else (the size unknown) on any;
+   (training rows and columns, in logs; a 7.2 GB fit on a large table once priced a trial
+   on a small one that peaks at 0.5 GB), else (the size unknown) on any;
 5. **unknown**: counted and named, never given a number.
 
 Shared fits: a trial whose measured trials found a shared fit (an artifact, e.g. one model
