@@ -76,6 +76,20 @@ def test_own_table_runs_and_is_on_the_board(tmp_path: Path) -> None:
     assert "ObjPert" in text and "2/2" in text
 
 
+def test_own_table_on_the_query_release_arena(tmp_path: Path) -> None:
+    """The same table through arena_synthetic's smoke profile (query release over the
+    schema's discrete domain): two generators run and the board shows it."""
+    csv, yml = write_table(tmp_path / "mine")
+    results = tmp_path / "results"
+    args = ["experiment=arena_synthetic", "profile=smoke", f"data={csv}", f"schema={yml}",
+            f"results_dir={results}", "methods=[independent,uniform]", "runner.n_jobs=1"]
+    assert entry.main(["run", *args]) == 0
+    assert entry.main(["leaderboard", *args]) == 0
+    (board,) = (results / "leaderboard").glob("arena_synthetic-smoke-custom-*/board.md")
+    text = board.read_text()
+    assert "## Toy clinic, epsilon = " in text and "2/2" in text
+
+
 def test_domain_is_the_schema_s(tmp_path: Path) -> None:
     """The domain comes from the schema only: sex has 3 levels though the rows hold 2, and
     numeric columns have the schema's bins whatever the rows' range; query release sees
