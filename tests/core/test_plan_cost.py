@@ -265,11 +265,14 @@ def test_makespan_hands_each_job_to_the_first_free_worker() -> None:
     assert makespan([3, 3, 3], 1) == 9 and makespan([], 4) == 0
 
 
-def test_plan_states_the_slurm_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]
-                                       ) -> None:
-    """``dpbench plan runner=slurm`` on a store holding half a grid's cells."""
+def test_plan_states_the_slurm_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``dpbench plan runner=slurm`` on a store holding half a grid's cells (and no shipped
+    fit: a measured fit of the same cells would price the other half, not these trials)."""
+    from dpbench import workspace
     from dpbench.workspace import compose_config, grid
 
+    monkeypatch.setattr(workspace, "reference_of", lambda cfg: ([], None))
     args = ["experiment=linreg_adult", "methods=[ssp]", "profile=smoke",
             f"results_dir={tmp_path}"]
     specs = grid(compose_config(args))
