@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpbench.runner.execute import import_object
 from dpbench.runner.grid import (
     ARENA_AXIS,
     _merged_params,
@@ -16,6 +17,7 @@ from dpbench.runner.grid import (
     arena_role,
     choices,
     dataset_provides,
+    entries,
     entry_name,
     experiment_entry,
     load_entry,
@@ -43,8 +45,6 @@ def experiments() -> list[dict[str, str]]:
 def description(group: str, name: str) -> str:
     """What an entry is, from the comment lines that open its yaml (``# @package`` lines
     left out), joined into one sentence; empty without any."""
-    from dpbench.runner.grid import entries
-
     lines = []
     for line in entries(group)[name].read_text().splitlines():
         if not line.startswith("#"):
@@ -93,8 +93,6 @@ def _privacy(cls: type) -> str:
 def methods() -> list[dict[str, str]]:
     """Each method yaml: label, tasks it can be scored by, data it needs, outputs, privacy
     (currency, relation, private or not) and arena role."""
-    from dpbench.runner.execute import import_object
-
     out = []
     for name in choices("method"):
         entry = load_entry("method", name)

@@ -1,5 +1,5 @@
-"""The ``dpbench`` command: run / plan / status / figures / compact / leaderboard / list (and
-the commands :mod:`dpbench.entry` adds: site, audit).
+"""The ``dpbench`` command: run / plan / status / figures / compact / leaderboard / compare (and
+the commands :mod:`dpbench.entry` sends to their own modules: list, site, audit).
 
 This module parses what :mod:`dpbench.entry` hands it and prints; the work is the
 workspace's (:mod:`dpbench.workspace`: composed configs, grids expanded once, the store
@@ -13,19 +13,21 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from omegaconf import DictConfig
 
-from dpbench import compile_cache
-from dpbench.data.files import DataError
+from dpbench import compile_cache, lazy
 from dpbench.report.fingerprint import FINGERPRINT_FILE
 from dpbench.roots import version_text  # noqa: F401  (cli.version_text)
-from dpbench.runner.grid import ConfigError, choices
-from dpbench.runner.local import Terminated
+from dpbench.runner import local, slurm
+from dpbench.runner.execute import FAILED_ELSEWHERE
+from dpbench.runner.grid import choices
+from dpbench.runner.reference import shipped
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK, ResultStore
+from dpbench.tasks import TASKS
 from dpbench.workspace import (
     BOARD_FULL,
     FIGURES_FULL,
@@ -60,6 +62,11 @@ from dpbench.workspace import (
     write_boards,
 )
 
+# the report's readers (pandas, matplotlib, scipy): imported by the commands that read results
+claims_engine = lazy.module("dpbench.report.claims.engine")
+compare_report = lazy.module("dpbench.report.compare")
+leaderboard_report = lazy.module("dpbench.report.leaderboard")
+
 
 def cmd_run(cfg: DictConfig) -> int:
     """Run (or resume) the grid; a full disk stops it with one line (exit 2), finished
@@ -69,13 +76,8 @@ def cmd_run(cfg: DictConfig) -> int:
 
 
 def _run(cfg: DictConfig) -> int:
-    from dpbench.runner.execute import FAILED_ELSEWHERE
-    from dpbench.runner.local import summary
-
     if cfg.runner.name == "slurm":        # its settings, before anything is written
-        from dpbench.runner.slurm import SlurmSettings
-
-        SlurmSettings.from_cfg(cfg.runner)
+        slurm.SlurmSettings.from_cfg(cfg.runner)
     store = store_of(cfg)
     for where in (store.trials, Path(cfg.results_dir) / "cache"):  # records, shared artifacts
         require_writable(where, cfg)
@@ -100,15 +102,11 @@ def _run(cfg: DictConfig) -> int:
     for line in plan_cost(cfg, specs, todo, store, brief=True):
         print(f"{name}: {line}")
     if cfg.runner.name == "slurm":
-        from dpbench.runner import slurm
-
         return slurm.submit(cfg, todo, store)
-    from dpbench.runner.local import run_local
-
-    counts = run_local(todo, str(store.root), n_jobs=int(cfg.runner.n_jobs),
+    counts = local.run_local(todo, str(store.root), n_jobs=int(cfg.runner.n_jobs),
                        progress=bool(cfg.runner.progress),
                        trace_memory=bool(cfg.runner.get("trace_memory", False)), description=name)
-    print(f"{name}: {summary(counts)}")
+    print(f"{name}: {local.summary(counts)}")
     print(*privacy_alerts(specs, store, name), sep="", end="")
     failed = counts[FAILED] + counts[FAILED_ELSEWHERE]
     if failed:
@@ -121,9 +119,7 @@ def _run(cfg: DictConfig) -> int:
 def version_lines(specs: Sequence[TrialSpec], store: ResultStore) -> list[str]:
     """Per library, each version the grid's ok trials ran with and how many trials did
     (``report.leaderboard.versions``), one line per library, mixed versions flagged."""
-    from dpbench.report.leaderboard import versions
-
-    seen = versions(specs, store)
+    seen = leaderboard_report.versions(specs, store)
     if not seen:
         return ["versions: no ok trial stored yet"]
     out = ["library versions of the stored ok trials (version: trials):"]
@@ -175,8 +171,6 @@ def cmd_status(cfg: DictConfig, versions: bool = False) -> int:
     total, cells = status_counts(specs, store)
     # SLURM hook (whatever runner= says): queued / running / lost trials of earlier
     # `runner=slurm` submissions, from the store's submissions log + squeue/sacct; {} if none
-    from dpbench.runner import slurm
-
     extra = slurm.status(cfg, specs, store)
     from rich.console import Console
     from rich.table import Table
@@ -242,8 +236,6 @@ def print_figures(ws: Workspace, drawn: Sequence[Drawn], skipped: Sequence[str],
                   names: Sequence[str | None], profiles: Sequence[str | None]) -> None:
     """:func:`cmd_figures`' report: each folder's files and claim counts, what was built,
     left unchanged or skipped."""
-    from dpbench.report.claims.engine import summary as claims_summary
-
     built: dict[str, list[str]] = {}
     for d in drawn:
         built.setdefault(d.grid.name, []).append(d.grid.profile)
@@ -252,7 +244,7 @@ def print_figures(ws: Workspace, drawn: Sequence[Drawn], skipped: Sequence[str],
         caveat = d.grid.cfg.profile.get("caveat")
         for p in d.paths:
             if p.name == "claims.md":
-                print(claims_summary(p) + (f"\n  ({caveat})" if caveat else ""))
+                print(claims_engine.summary(p) + (f"\n  ({caveat})" if caveat else ""))
     asked = "profile " + (ws.cfg.profile.name if list(profiles) == [None]
                           else ", ".join(profile_order()))
     if not built and not skipped:
@@ -299,24 +291,6 @@ def cmd_leaderboard(overrides: Sequence[str]) -> int:
         print(f"not written again (nothing they are built from changed since): "
               f"{', '.join(unchanged)}; delete a board folder's {FINGERPRINT_FILE} to force it")
     return 0
-
-
-def dispatch(args: argparse.Namespace, command: Callable[[argparse.Namespace], int]) -> int:
-    """Run ``command`` (``entry.COMMANDS``' target of the parsed command) on ``args``; a
-    bad input is one line on stderr and exit status 2, an interruption says that finished
-    trials are stored."""
-    try:
-        return command(args)
-    except (UserError, DataError, ConfigError) as exc:
-        print(f"dpbench: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("dpbench: interrupted; finished trials are stored, rerun to resume", file=sys.stderr)
-        return 130
-    except Terminated:
-        print("dpbench: terminated (SIGTERM); workers stopped, finished trials are stored, "
-              "rerun to resume", file=sys.stderr)
-        return 128 + 15
 
 
 def _grid_config(args: argparse.Namespace) -> DictConfig:
@@ -367,11 +341,6 @@ def leaderboard(args: argparse.Namespace) -> int:
 def compare(args: argparse.Namespace) -> int:
     """``dpbench compare``: this machine's trials of an experiment's grid against the
     reference results, cell by cell (``report/compare.py``); exit 1 where they differ."""
-    from dpbench.report.compare import compare as compare_cells
-    from dpbench.report.compare import lines
-    from dpbench.runner.reference import shipped
-    from dpbench.tasks import TASKS
-
     cfg = compose_config(args.overrides)
     reference = shipped()
     if reference is None:
@@ -379,30 +348,8 @@ def compare(args: argparse.Namespace) -> int:
                         "trials.jsonl.gz, or DPBENCH_REFERENCE); `make reference` builds them "
                         "from a store")
     metrics = [m for m in TASKS[str(cfg.experiment.task)].metrics if not m.endswith("*")]
-    verdict = compare_cells(str(cfg.experiment.name), grid(cfg),
-                            store_of(cfg, reference=False), reference, metrics)
-    print("\n".join(lines(verdict)))
+    verdict = compare_report.compare(str(cfg.experiment.name), grid(cfg),
+                                     store_of(cfg, reference=False), reference, metrics)
+    print("\n".join(compare_report.lines(verdict)))
     return 1 if verdict.problems else 0
 
-
-def listing(args: argparse.Namespace) -> int:
-    """``dpbench list``."""
-    return cmd_list(args.what)
-
-
-def cmd_list(groups: Sequence[str]) -> int:
-    """Print each group (dpbench/catalog.py): one line per entry, its facts after its name
-    (plain lines, readable at any terminal width and by grep)."""
-    from dpbench import catalog
-
-    try:
-        tables = [(g, catalog.listing(g)) for g in groups]
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    for group, rows in tables:
-        print(f"{group} ({len(rows)}):")
-        width = max(len(next(iter(r.values()))) for r in rows)
-        for row in rows:
-            name, *facts = row.items()
-            print(f"  {name[1]:<{width}}  " + "; ".join(f"{k}: {v}" for k, v in facts))
-    return 0

@@ -4,13 +4,20 @@ It pins XLA to one thread, re-executes with a fixed ``PYTHONHASHSEED`` (both fro
 ``compile_cache``, which imports only the standard library) and parses the command line
 before anything heavy is imported: ``--help``, ``--version`` and a usage error cost no
 import of Hydra, pandas, JAX or torch, and the re-execution no longer pays for them twice.
-The commands themselves are in :mod:`dpbench.cli` (imported only to run one).
+The commands themselves are in the modules :data:`COMMANDS` names (:mod:`dpbench.cli`,
+:mod:`dpbench.listing`, the site's and the audit's), imported by name only to run one: a
+command imports what it needs, and ``dpbench list`` neither Hydra nor the report.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from dpbench import compile_cache
+from dpbench.roots import version_text
 
 #: (subcommand, one-line help, what runs it: ``module:function`` taking the parsed
 #: arguments), in the order ``--help`` lists them: the one registry of commands (the
@@ -27,19 +34,25 @@ COMMANDS = [("run", "run (or resume) an experiment's grid", "dpbench.cli:run"),
             ("site", "build the static results site (results/site/index.html)",
              "dpbench.site.command:site"),
             ("list", "experiments, methods and datasets, with what each serves",
-             "dpbench.cli:listing"),
+             "dpbench.listing:listing"),
             ("audit", "empirical lower bound on a mechanism's epsilon (conf/audit/)",
-             "dpbench.entry:_audit"),
+             "dpbench.audit.command:audit"),
             ("compare", "your trials against the reference results, cell by cell",
              "dpbench.cli:compare")]
+
+#: the errors a bad input raises (``module:class``), said in one line with exit status 2:
+#: looked up only once a command failed, in the modules it imported (an error class whose
+#: module was never imported cannot have been raised), so naming them imports nothing
+ONE_LINE_ERRORS = ("dpbench.workspace:UserError", "dpbench.data.files:DataError",
+                   "dpbench.runner.grid:ConfigError")
+#: SIGTERM, as the local runner raises it (``module:class``)
+TERMINATED = "dpbench.runner.local:Terminated"
 
 
 class _Version(argparse.Action):
     """``--version``: the text is computed only when asked for (it runs git)."""
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kw: object) -> None:
-        from dpbench.roots import version_text
-
         print(version_text())            # on stdout, as argparse's own version action
         parser.exit()
 
@@ -77,28 +90,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     the compiled JAX programs of other processes; a user-set ``PYTHONHASHSEED`` is kept.
     It also runs XLA on one thread unless ``NPROC`` is set (compile_cache.pin_xla_threads):
     results independent of the worker and core count, one core per worker."""
-    from dpbench import compile_cache
-
     compile_cache.pin_xla_threads()      # before any JAX computation; workers inherit it
     if argv is None:
         compile_cache.reexec_with_hash_seed()
     args = parser().parse_args(argv)
-    import importlib
-
-    from dpbench.cli import dispatch
-
-    module, _, function = next(t for n, _, t in COMMANDS if n == args.command).partition(":")
-    return dispatch(args, getattr(importlib.import_module(module), function))
+    return dispatch(args, command(args.command))
 
 
-def _audit(args: argparse.Namespace) -> int:
-    """``dpbench audit`` (its module imported only for this command)."""
-    from dpbench.audit.command import cmd_audit
+def command(name: str) -> Callable[[argparse.Namespace], int]:
+    """The function that runs command ``name`` (:data:`COMMANDS`' target), its module
+    imported now."""
+    module, _, function = next(t for n, _, t in COMMANDS if n == name).partition(":")
+    return getattr(importlib.import_module(module), function)
 
-    return cmd_audit(args.overrides)
+
+def _loaded(target: str) -> type | None:
+    """The class ``module:class`` if its module is imported, else None."""
+    module, _, name = target.partition(":")
+    return getattr(sys.modules[module], name) if module in sys.modules else None
+
+
+def dispatch(args: argparse.Namespace, command: Callable[[argparse.Namespace], int]) -> int:
+    """Run ``command`` on ``args``: a bad input (:data:`ONE_LINE_ERRORS`) is one line on
+    stderr and exit status 2; an interruption says that finished trials are stored."""
+    try:
+        return command(args)
+    except KeyboardInterrupt:
+        print("dpbench: interrupted; finished trials are stored, rerun to resume", file=sys.stderr)
+        return 130
+    except BaseException as exc:
+        terminated = _loaded(TERMINATED)
+        if terminated is not None and isinstance(exc, terminated):
+            print("dpbench: terminated (SIGTERM); workers stopped, finished trials are stored, "
+                  "rerun to resume", file=sys.stderr)
+            return 128 + 15
+        if any(cls is not None and isinstance(exc, cls) for cls in map(_loaded, ONE_LINE_ERRORS)):
+            print(f"dpbench: error: {exc}", file=sys.stderr)
+            return 2
+        raise
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(main())

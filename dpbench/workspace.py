@@ -29,7 +29,9 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
+from dpbench import lazy
 from dpbench.data.files import DataError, MissingDownload
+from dpbench.report.figure_keys import check_figure
 from dpbench.report.fingerprint import (
     FINGERPRINT_FILE,
     config_text,
@@ -50,6 +52,7 @@ from dpbench.runner.cost import (
     reference_trials,
 )
 from dpbench.runner.diskspace import full_line, is_full
+from dpbench.runner.execute import import_object, trial_ledger
 from dpbench.runner.grid import (
     ConfigError,
     RefusedCell,
@@ -67,8 +70,10 @@ from dpbench.runner.grid import (
 from dpbench.runner.reference import shipped
 from dpbench.runner.reference_costs import read_reference, reference_files, summary
 from dpbench.runner.schema import figure_fields, unknown
+from dpbench.runner.slurm import SlurmSettings
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import CORRUPT, OK, Damage, ResultStore
+from dpbench.tasks import TASKS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,6 +81,13 @@ if TYPE_CHECKING:
     from dpbench.report.frame import Shortfall
     from dpbench.report.leaderboard import Board
 
+# the report's readers and writers (pandas, matplotlib, scipy): imported by the commands that
+# read results or draw, not by `plan`
+board_files = lazy.module("dpbench.report.board_files")
+report_build = lazy.module("dpbench.report.build")
+report_frame = lazy.module("dpbench.report.frame")
+report_leaderboard = lazy.module("dpbench.report.leaderboard")
+report_privacy = lazy.module("dpbench.report.privacy")
 
 #: the figure folder's list of the files it holds (what an unchanged folder prints)
 OUTPUTS_FILE = ".outputs"
@@ -264,9 +276,6 @@ def preflight(specs: Sequence[TrialSpec], *, collect: bool = False,
     """
     import numpy as np
 
-    from dpbench.runner.execute import import_object, trial_ledger
-    from dpbench.tasks import TASKS
-
     def mkey(s: TrialSpec) -> str:
         return f"{s.method_target}|{sorted(s.method_params.items())}"
 
@@ -429,11 +438,9 @@ def privacy_alerts(specs: Sequence[TrialSpec], store: ResultStore, name: str,
     """Lines (each ending in a newline) for the grid's stored trials whose paper's accounting
     under-states the true spend or that publish private rows (``report.privacy.alerts``);
     with ``facts``, the neighbouring relations too."""
-    from dpbench.report.frame import results_frame
-    from dpbench.report.privacy import alerts, neighbours_note
-
-    frame = results_frame(specs, store, name)
-    lines = [*alerts(frame), *([neighbours_note(frame)] if facts else [])]
+    frame = report_frame.results_frame(specs, store, name)
+    lines = [*report_privacy.alerts(frame),
+             *([report_privacy.neighbours_note(frame)] if facts else [])]
     return [f"{line}\n" for line in lines if line]
 
 
@@ -482,8 +489,6 @@ def plan_cost(cfg: DictConfig, specs: Sequence[TrialSpec], todo: Sequence[TrialS
     cost = grid_cost(specs, todo, store, *reference_of(cfg))
     if cfg.runner.name != "slurm":
         return cost_lines(cost, workers=local_workers(int(cfg.runner.n_jobs)), brief=brief)
-    from dpbench.runner.slurm import SlurmSettings
-
     s = SlurmSettings.from_cfg(cfg.runner)
     limits = SlurmLimits(s.timeout_min, s.mem_gb, s.trials_per_task, s.array_parallelism)
     return cost_lines(cost, slurm=limits, brief=brief)
@@ -591,8 +596,6 @@ def figure_specs(cfg: DictConfig) -> list[dict]:
 def check_figures(cfg: DictConfig) -> None:
     """Refuse, before any trial runs, a figure spec of the experiment with an unknown kind
     or key (``report.build.check_figure``)."""
-    from dpbench.report.figure_keys import check_figure
-
     for fig in figure_specs(cfg):
         check_figure(fig)
 
@@ -616,8 +619,6 @@ def build_figures(cfg: DictConfig, specs: Sequence[TrialSpec] | None = None,
     (and [] returned) when no trial of the grid is stored. Into the experiment's figure
     folder (``out`` None) it also writes the folder's list of files and, last, its
     fingerprint (report.fingerprint), so an unchanged folder is not drawn again."""
-    from dpbench.report.build import build_report
-
     specs = grid(cfg) if specs is None else specs
     store = store_of(cfg) if store is None else store
     folder = out or figure_dir(cfg)
@@ -627,7 +628,7 @@ def build_figures(cfg: DictConfig, specs: Sequence[TrialSpec] | None = None,
     if frame.empty:
         return []
     experiment = OmegaConf.to_container(cfg.experiment, resolve=True)
-    paths = build_report(frame, experiment, figure_specs(cfg), folder, short,
+    paths = report_build.build_report(frame, experiment, figure_specs(cfg), folder, short,
                          origin_text(cfg, specs))
     if out is None and paths:
         digest = _figures_digest(cfg, specs, store)  # after any quarantine done
@@ -657,22 +658,18 @@ def report_inputs(cfg: DictConfig, specs: Sequence[TrialSpec],
                   store: ResultStore | None = None) -> tuple[pd.DataFrame, list[Shortfall]]:
     """The results frame of the grid and its cells short of trials (said on stderr), after
     quarantining damaged records (one line each on stderr)."""
-    from dpbench.report.frame import results_frame, shortfalls
-
     store = store_of(cfg) if store is None else store
     names = trial_names(specs)
     for line in set_aside(store, store.damaged(names), names).values():
         print(line, file=sys.stderr)
-    frame = results_frame(specs, store, cfg.experiment.name)
-    short = shortfalls(specs, frame) if not frame.empty else []
+    frame = report_frame.results_frame(specs, store, cfg.experiment.name)
+    short = report_frame.shortfalls(specs, frame) if not frame.empty else []
     if short:
         print(f"{cfg.experiment.name} ({cfg.profile.name} profile): {len(short)} cell(s) "
               "hold fewer trials than the grid asks; the figures and tables mark them",
               file=sys.stderr)
     if not frame.empty:
-        from dpbench.report.build import finite_shortfalls
-
-        missing = finite_shortfalls(frame, figure_specs(cfg))
+        missing = report_build.finite_shortfalls(frame, figure_specs(cfg))
         if missing:
             print(f"{cfg.experiment.name} ({cfg.profile.name} profile): {len(missing)} "
                   "cell(s) hold trials without a finite value of "
@@ -705,11 +702,9 @@ def page_board(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
         board, files = kept
         return board, without(specs, refused), [Path(shutil.copy2(p, folder / p.name))
                                                 for p in files]
-    from dpbench.report.board_files import write_board
-
     boards, covered = arena_boards(cfg, store, specs, refused)
     board = next(iter(boards.values()))
-    return board, covered, write_board(board, folder)
+    return board, covered, board_files.write_board(board, folder)
 
 
 def board_dir(cfg: DictConfig) -> Path:
@@ -731,8 +726,6 @@ def current_board(cfg: DictConfig, built_from: str) -> tuple[Board, list[Path]] 
     """The primary board ``leaderboard`` wrote for the grid (read from its ``board.json``)
     and its files, if it was built from what ``built_from`` (:func:`board_digest`)
     describes, else None."""
-    from dpbench.report.leaderboard import from_json
-
     folder = board_dir(cfg)
     listed = folder / OUTPUTS_FILE
     if not (listed.is_file() and is_current(folder, built_from)):
@@ -741,7 +734,7 @@ def current_board(cfg: DictConfig, built_from: str) -> tuple[Board, list[Path]] 
     if not all(p.is_file() for p in paths):
         return None
     try:
-        return from_json((folder / "board.json").read_text()), paths
+        return report_leaderboard.from_json((folder / "board.json").read_text()), paths
     except (OSError, ValueError, TypeError, KeyError):
         return None
 
@@ -751,13 +744,11 @@ def arena_boards(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec]
     """The boards of an arena grid from the store, one per rankable metric (the primary
     first), and the specs they cover: the ``refused`` cells (every one, the grid's and the
     data's: :func:`all_refused`) are listed, not run."""
-    from dpbench.report.leaderboard import boards_from_store
-
     specs = without(specs, refused)
-    boards = boards_from_store(specs, store,
-                               OmegaConf.to_container(cfg.experiment, resolve=True),
-                               profile=cfg.profile.name, delta=cfg.delta,
-                               trials=origin_text(cfg, specs), refused=refused)
+    boards = report_leaderboard.boards_from_store(
+        specs, store, OmegaConf.to_container(cfg.experiment, resolve=True),
+        profile=cfg.profile.name, delta=cfg.delta, trials=origin_text(cfg, specs),
+        refused=refused)
     return boards, specs
 
 
@@ -890,8 +881,6 @@ def write_boards(ws: Workspace, names: Sequence[str | None], profiles: Sequence[
     last, its fingerprint (:func:`board_digest`), so an unchanged board is not written
     again and a site page copies it. Returns the board files (written now or unchanged),
     the grids skipped, with why, and the grids left unchanged."""
-    from dpbench.report.board_files import write_board
-
     written: list[Path] = []
     skipped: list[str] = []
     unchanged: list[str] = []
@@ -922,7 +911,7 @@ def write_boards(ws: Workspace, names: Sequence[str | None], profiles: Sequence[
             boards = arena_boards(g.cfg, ws.store, g.specs, refused)[0]
             for i, (metric, board) in enumerate(boards.items()):
                 # the primary metric's board is the arena's; one folder per other metric
-                files = write_board(board, out if i == 0 else out / metric)
+                files = board_files.write_board(board, out if i == 0 else out / metric)
                 if i == 0:
                     primary = files
                 written += files

@@ -9,6 +9,7 @@ choices. Exit status 1 if some bound is above its claim (a privacy bug shown by 
 
 from __future__ import annotations
 
+import argparse
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from dpbench.audit import harness
 from dpbench.cli import UserError
 from dpbench.privacy._checks import check_delta, check_positive
+from dpbench.runner.local import progress_bar
 
 #: argument -> (parser, what is valid)
 ARGS: dict[str, tuple[Callable[[str], Any], str]] = {
@@ -69,10 +71,13 @@ def names(method: str) -> list[str]:
     return [method]
 
 
+def audit(args: argparse.Namespace) -> int:
+    """``dpbench audit``."""
+    return cmd_audit(args.overrides)
+
+
 def cmd_audit(overrides: Sequence[str]) -> int:
     """Parse, prepare every audit (budget, pair, claim), then run each with a progress bar."""
-    from dpbench.runner.local import progress_bar
-
     args = parse(overrides)
     seed, alpha = args.get("seed", 0), args.get("alpha", 0.05)
     plans = []

@@ -55,7 +55,6 @@ from dpbench.methods.outputs import (
 from dpbench.privacy.accountant import Accountant, Currency
 from dpbench.privacy.relations import RELATIONS
 
-
 T = TypeVar("T")
 
 #: the neighbouring relations a method may declare (``Method.neighbours``): the one list,

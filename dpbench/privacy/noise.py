@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
 from dpbench.privacy import draws
 from dpbench.privacy._checks import check_nonneg, check_positive
@@ -196,6 +195,8 @@ def exponential_samples(scores: ArrayLike, weight: float, sensitivity: float, sa
     draws.record("exponential", label, scale=2 * weight * sensitivity,
                  sensitivity=sensitivity, relation=relation, size=s.size,
                  count=int(samples), norm="linf", value=s)
+    from scipy import special  # here: ~0.4 s, and `dpbench list` / `plan` import this module
+
     p = special.softmax(weight * s)
     return rng.choice(p.size, size=int(samples), p=p)
 

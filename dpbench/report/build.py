@@ -18,10 +18,16 @@ from typing import Any
 
 import pandas as pd
 
+from dpbench import lazy
 from dpbench.report.figure_keys import COMMON_KEYS, check_figure  # noqa: F401 (re-exported)
 from dpbench.report.frame import Shortfall, method_name, missing_values
 from dpbench.report.privacy import alerts, budget_note, neighbours_note
 from dpbench.report.render import incomplete_cells, provenance
+
+# what draws (matplotlib) and checks claims: imported when a figure or claim is built, not by
+# the readers of this module's frame checks (finite_shortfalls)
+claims_engine = lazy.module("dpbench.report.claims.engine")
+figure_kinds = lazy.module("dpbench.report.kinds")
 
 
 def budget_unit(frame: pd.DataFrame) -> str:
@@ -119,8 +125,6 @@ def build_figures(frame: pd.DataFrame, figures: Sequence[Mapping[str, Any]], out
                   shortfalls: Sequence[Shortfall] = ()) -> list[Path]:
     """Every figure / table of the experiment, each by its kind's builder; then those of
     the methods none of them shows (:func:`other_methods`), from their rows only."""
-    from dpbench.report.kinds import KINDS
-
     unit = budget_unit(frame)
     paths: list[Path] = []
     left, extra = other_methods(frame, figures)
@@ -132,7 +136,7 @@ def build_figures(frame: pd.DataFrame, figures: Sequence[Mapping[str, Any]], out
         kind = fig["kind"]
         rows = frame[frame["method"].isin(fig["methods"])] if i >= len(figures) else frame
         with incomplete_cells(cells_of(shortfalls, fig, unit)):
-            paths += KINDS[kind](rows, dict(fig), out)
+            paths += figure_kinds.KINDS[kind](rows, dict(fig), out)
     return paths
 
 
@@ -140,11 +144,9 @@ def build_claims(frame: pd.DataFrame, experiment: Mapping[str, Any], out: Path,
                  shortfalls: Sequence[Shortfall] = ()) -> list[Path]:
     """The claims of the experiment's paper checked on its results: claims.md and
     claims.json (dpbench/report/claims/engine.py)."""
-    from dpbench.report.claims.engine import build_claims as check_claims
-
     unit = budget_unit(frame)
     with incomplete_cells([s.text(unit) for s in shortfalls]):
-        return check_claims(frame, experiment, out)
+        return claims_engine.build_claims(frame, experiment, out)
 
 
 def build_report(frame: pd.DataFrame, experiment: Mapping[str, Any],

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpbench.runner.grid import load_entry
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import OK, ResultStore
 
@@ -78,8 +79,6 @@ def _family_label(spec: TrialSpec) -> str:
 def _yaml_label(name: str) -> str | None:
     """A method yaml's label (its name if it has none); None if no such yaml (renamed or
     gone since the trial ran)."""
-    from dpbench.runner.grid import load_entry
-
     try:
         return str(load_entry("method", name).get("label", name))
     except ValueError:

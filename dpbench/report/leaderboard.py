@@ -65,12 +65,14 @@ from dpbench.report.board_stats import (
     friedman,
     paired_p,
 )
-from dpbench.report.frame import mean_se, method_name
-from dpbench.report.privacy import RELATION_TEXT, stated_relation
+from dpbench.report.frame import mean_se, method_name, results_frame
+from dpbench.report.privacy import RELATION_TEXT, alerts, group_note, stated_relation
 from dpbench.report.render import latex_table, markdown_table, sig_cell
 from dpbench.roots import commit
+from dpbench.runner.grid import ConfigError, arena_roles, load_entry
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK, ResultStore
+from dpbench.tasks import TASKS
 
 SCHEMA = "dpbench-leaderboard/1"
 ALPHA = 0.05
@@ -316,8 +318,6 @@ def reduced_lines(specs: Sequence[TrialSpec], experiment: Mapping[str, Any]) -> 
 
 def _label(method: str) -> str:
     """A method's label from its yaml (a refused method has no spec to carry it)."""
-    from dpbench.runner.grid import ConfigError, load_entry
-
     try:
         return str(load_entry("method", method_name(method)).get("label", method))
     except ConfigError:
@@ -689,8 +689,6 @@ def board_from_store(specs: Sequence[TrialSpec], store: ResultStore,
 def arena_metrics(experiment: Mapping[str, Any]) -> dict[str, bool]:
     """The metrics an arena's boards rank on, with their direction: its yaml's ``metric``
     (default: the task's primary) first, then the task's other rankable metrics."""
-    from dpbench.tasks import TASKS
-
     task = TASKS[str(experiment["task"])]
     ranked = task.ranked_metrics()
     primary = str(experiment.get("metric") or task.primary)
@@ -708,11 +706,6 @@ def boards_from_store(specs: Sequence[TrialSpec], store: ResultStore,
     one per rankable metric (:func:`arena_metrics`, the primary first): the grid ``specs``
     of ``profile``, its ``delta`` rule, ``trials`` (e.g. ``smoke profile, 2 trials per
     cell``) and the cells the arena refuses. Each record is read once."""
-    from dpbench.report.frame import results_frame
-    from dpbench.report.privacy import alerts, group_note
-    from dpbench.runner.grid import arena_roles
-    from dpbench.tasks import TASKS
-
     name, task = str(experiment["name"]), TASKS[str(experiment["task"])]
     metrics = arena_metrics(experiment)
     primary = next(iter(metrics))

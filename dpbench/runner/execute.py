@@ -39,6 +39,7 @@ from dpbench.runner.diskspace import is_full
 from dpbench.runner.reference import machine_text
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import FAILED, OK, ResultStore
+from dpbench.tasks import TASKS
 
 if TYPE_CHECKING:
     from dpbench.methods.base import Method
@@ -240,8 +241,6 @@ def peak_rss_mb() -> float | None:
 
 def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
     """Run one trial and return its record (status ok or failed, never raises on method errors)."""
-    from dpbench.tasks import TASKS  # late import: tasks pull in method modules
-
     record: dict[str, Any] = {
         "key": spec.key, "spec": spec.to_dict(), "host": socket.gethostname(), "pid": os.getpid(),
         "started_at": datetime.now(UTC).isoformat(), "versions": library_versions(),

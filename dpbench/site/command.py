@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dpbench import workspace
 from dpbench.catalog import description
+from dpbench.report.build import build_report, finite_shortfalls
 from dpbench.report.fingerprint import config_text, fingerprint, report_files
 from dpbench.report.privacy import alerts, budget_note, neighbours_note
 from dpbench.roots import paper_dir, papers_dirs, version_text
@@ -84,15 +85,11 @@ def build_page(g: workspace.Grid, store: ResultStore, out: Path, fp: str) -> Pag
     prov, status = provenance(specs, store, profile, origin)
     ok, failed = counts(status)
     if not arena:
-        from dpbench.report.build import finite_shortfalls
-
         experiment = OmegaConf.to_container(cfg.experiment, resolve=True)
         figures = workspace.figure_specs(cfg)
         marked = [*short, *finite_shortfalls(frame, figures)]   # the page lists both
         paths = reused_figures(cfg, specs, store, folder)
         if paths is None and not frame.empty:
-            from dpbench.report.build import build_report
-
             paths = build_report(frame, experiment, figures, folder, short, origin)
         paths = paths or []
     page = Page(ARENA if arena else EXPERIMENT, name, profile,

@@ -24,16 +24,12 @@ trial record and the results frame (``info.rounds_run``, ``info.stop_reason``) k
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numpy.typing import NDArray
 
 from dpbench.data.base import Split
 from dpbench.methods.outputs import QueryAnswers, SyntheticTable
-
-if TYPE_CHECKING:     # the query engine (pandas) only where a workload is built
-    from dpbench.methods.query_release.queries import QuerySet
+from dpbench.methods.query_release.queries import QuerySet, resolve_workload, workload_key
 
 
 def _queries(split: Split, workload: str, number: int | None, seed: int,
@@ -43,8 +39,6 @@ def _queries(split: Split, workload: str, number: int | None, seed: int,
         raise ValueError("the query_release task needs discrete data (a dataset that "
                          "provides `discrete`)")
     domain = dict(real.domain)
-    from dpbench.methods.query_release.queries import QuerySet, resolve_workload
-
     return QuerySet.build(domain, resolve_workload(domain, real.n, workload, number, seed,
                                                    max_cells))
 
@@ -70,8 +64,6 @@ def evaluate(output: QueryAnswers | SyntheticTable, split: Split, workload: str 
              max_cells: int | str | None = None) -> dict[str, float]:
     """Max, mean and RMS absolute error of ``output`` on the workload (module docstring)."""
     if isinstance(output, QueryAnswers):
-        from dpbench.methods.query_release.queries import workload_key
-
         key = workload_key(workload, number, seed, max_cells)
         if output.workload != key:
             raise ValueError(f"answers are for workload {output.workload!r}; the task scores "

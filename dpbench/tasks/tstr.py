@@ -32,11 +32,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from dpbench import lazy
 from dpbench.data.base import Split
 from dpbench.data.encoding import retarget
 from dpbench.methods.classification.default_logistic import default_logistic
+from dpbench.methods.marginals.data import data_marginal
 from dpbench.methods.marginals.workloads import build_workload
 from dpbench.methods.outputs import SyntheticTable
+
+discrete = lazy.module("dpbench.data.discrete")  # pandas: only where rows are split
 
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: scoring imports it with the data
@@ -104,10 +108,8 @@ def _splits(split: Split, n_syn: int):
         return
     pool = split.train.discrete
     n, frac = len(pool), split.resplit_test_frac
-    from dpbench.data.discrete import holdout_rows  # pandas: only where rows are split
-
-    n_test = holdout_rows(n, frac)
-    n_keep = max(1, n_syn - holdout_rows(n_syn, frac)) if n_syn > 1 else n_syn
+    n_test = discrete.holdout_rows(n, frac)
+    n_keep = max(1, n_syn - discrete.holdout_rows(n_syn, frac)) if n_syn > 1 else n_syn
     for r in range(split.resplits):
         perm = np.random.default_rng([split.resplit_seed, r, 0]).permutation(n)
         keep = np.random.default_rng([split.resplit_seed, r, 1]).permutation(n_syn)[:n_keep]
@@ -173,8 +175,6 @@ def marginal_errors(real: pd.DataFrame, syn: pd.DataFrame, domain: dict[str, int
                     workload: str, max_cells: float | None) -> dict[str, float]:
     """``l1_norm`` and ``tv``: mean L1 / total-variation distance between the normalised
     real and synthetic marginals over the workload."""
-    from dpbench.methods.marginals.data import data_marginal
-
     cliques = build_workload(workload, list(domain), domain=domain,
                              max_cells=None if max_cells is None else int(max_cells))
     rc = {a: real[a].to_numpy(dtype=np.int64) for a in domain}

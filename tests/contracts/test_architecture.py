@@ -45,7 +45,8 @@ NAMES = sorted(set(PAPERS + DATASETS + METHODS))
 #: with no exception)
 GENERIC = ["runner", "tasks", "audit", "site", "privacy/lower_bound.py", "workspace.py",
            "cli.py", "catalog.py", "entry.py", "roots.py", "compile_cache.py",
-           "program_store.py", "checksum.py", "cache_check.py", "artifacts.py"]
+           "program_store.py", "checksum.py", "cache_check.py", "artifacts.py", "lazy.py",
+           "listing.py"]
 
 # generic code that mentions a name today: (file, name) -> to be fixed
 KNOWN_GENERIC_MENTIONS = {
@@ -127,13 +128,23 @@ def _module(path: Path) -> str:
 MODULES = {_module(f): f for f in PKG.rglob("*.py")}
 
 
+#: a string naming a dpbench module (``dpbench.a.b``) or an object in one (``dpbench.a.b:f``):
+#: a deferred import (``lazy.module("dpbench.a.b")``) or a registry's target (entry.COMMANDS)
+TARGET = re.compile(r"(dpbench(?:\.[A-Za-z_]\w*)+)(?::[A-Za-z_]\w*)?")
+
+
 def _imports(module: str, path: Path) -> set[str]:
     """dpbench modules imported anywhere in the file (function bodies too): ``from a.b import
-    c`` is a.b.c if that is a module, else a.b; relative imports resolved."""
+    c`` is a.b.c if that is a module, else a.b; relative imports resolved; a string that is a
+    module's name (or ``module:name``) is an import too: :mod:`dpbench.lazy`'s deferred
+    imports and the registries that name what to import (:data:`TARGET`)."""
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         names: list[str] = []
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            m = TARGET.fullmatch(node.value)
+            names = [m.group(1)] if m else []
+        elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
@@ -216,14 +227,14 @@ def test_report_imports_no_method_module() -> None:
 #: never above (docs/architecture.md, "Layers"); a prefix names a package or a module
 LAYERS = [
     ["dpbench", "dpbench.roots", "dpbench.checksum", "dpbench.cache_check",
-     "dpbench.compile_cache", "dpbench.program_store", "dpbench.artifacts"],
+     "dpbench.compile_cache", "dpbench.program_store", "dpbench.artifacts", "dpbench.lazy"],
     ["dpbench.privacy", "dpbench.data"],
     ["dpbench.methods"],
     ["dpbench.tasks"],
     ["dpbench.runner"],
     ["dpbench.report"],
     ["dpbench.workspace", "dpbench.catalog"],
-    ["dpbench.site", "dpbench.cli", "dpbench.audit"],
+    ["dpbench.site", "dpbench.cli", "dpbench.listing", "dpbench.audit"],
     ["dpbench.entry"],
 ]
 #: imports against the layers today (importer, imported), a ratchet as
@@ -290,3 +301,58 @@ def test_tasks_depend_on_the_outputs_contract() -> None:
              if _under(t, "dpbench.methods") and t != "dpbench.methods.outputs"}
     assert found - KNOWN_TASK_METHOD_IMPORTS == set(), found - KNOWN_TASK_METHOD_IMPORTS
     assert KNOWN_TASK_METHOD_IMPORTS - found == set(), KNOWN_TASK_METHOD_IMPORTS - found
+
+
+def _function_level_imports() -> list[str]:
+    """``file:line`` of each import of a dpbench module (relative ones included) in a
+    function body: an edge of the graph that the module's imports do not show."""
+    out = []
+    for f in sorted(PKG.rglob("*.py")):
+        funcs = [n for n in ast.walk(ast.parse(f.read_text()))
+                 if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)]
+        seen: set[int] = set()
+        for fn in funcs:
+            for node in ast.walk(fn):
+                if id(node) in seen:
+                    continue
+                seen.add(id(node))
+                if isinstance(node, ast.ImportFrom) and (
+                        node.level or (node.module or "").split(".")[0] == "dpbench") or \
+                        isinstance(node, ast.Import) and any(
+                            a.name.split(".")[0] == "dpbench" for a in node.names):
+                    out.append(f"{_rel(f)}:{node.lineno}")
+    return out
+
+
+#: the most function-level imports of dpbench modules allowed (issue 59's goal: 20), a
+#: ratchet: lower it as they go. A dependency that is costly to import and needed by some
+#: calls only is declared at the top with :func:`dpbench.lazy.module` instead (an edge the
+#: graph above sees); one that breaks a cycle is a layering problem to fix.
+MAX_FUNCTION_LEVEL_IMPORTS = 0
+
+
+def test_function_level_imports_are_few() -> None:
+    found = _function_level_imports()
+    assert len(found) <= MAX_FUNCTION_LEVEL_IMPORTS, (
+        f"{len(found)} function-level imports of dpbench modules (at most "
+        f"{MAX_FUNCTION_LEVEL_IMPORTS}):\n" + "\n".join(found))
+
+
+def test_every_named_target_is_a_module() -> None:
+    """Each deferred import names a module that exists, dpbench's or an installed
+    library's (a typo would otherwise fail only when a fit, or a command, first reads it)."""
+    import importlib.util
+
+    bad = []
+    for m, f in MODULES.items():
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "module" and isinstance(node.func.value, ast.Name) \
+                    and node.func.value.id == "lazy":
+                arg = node.args[0]
+                name = arg.value if isinstance(arg, ast.Constant) else None
+                if not isinstance(name, str) or not (
+                        name in MODULES if name.startswith("dpbench")
+                        else importlib.util.find_spec(name) is not None):
+                    bad.append(f"{m}: {ast.unparse(node)}")
+    assert not bad, bad

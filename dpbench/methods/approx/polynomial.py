@@ -20,11 +20,14 @@ from typing import Any, Self
 import numpy as np
 from numpy.polynomial import Polynomial
 from numpy.typing import NDArray
-from scipy.optimize import linprog
 
+from dpbench import lazy
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
 from dpbench.privacy.accountant import Accountant
+
+# scipy (~0.4 s): imported when the method fits, not when `dpbench list` / `plan` reads it
+optimize = lazy.module("scipy.optimize")
 
 
 def grid_of(data: TabularData, degree: int, who: str) -> tuple[NDArray, NDArray]:
@@ -90,7 +93,7 @@ def minimax_coef(x: NDArray, y: NDArray, degree: int) -> tuple[NDArray, float]:
     a, b = float(x.min()), float(x.max())
     T = np.vander((x - a) / (b - a), degree + 1, increasing=True)
     ones = np.ones((len(x), 1))
-    res = linprog(np.r_[np.zeros(degree + 1), 1.0],
+    res = optimize.linprog(np.r_[np.zeros(degree + 1), 1.0],
                   A_ub=np.block([[T, -ones], [-T, -ones]]), b_ub=np.r_[y, -y],
                   bounds=[(None, None)] * (degree + 1) + [(0, None)], method="highs")
     if res.status != 0:

@@ -18,11 +18,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from dpbench import lazy
 from dpbench.artifacts import current_context
 
 if TYPE_CHECKING:
-    from dpbench.methods.bayes import models
     from dpbench.methods.bayes.sampling import Draws, Settings
+
+# JAX and NumPyro: imported when a baseline posterior is drawn
+_jax = lazy.module("dpbench.methods.bayes._jax")
+models = lazy.module("dpbench.methods.bayes.models")
+sampling = lazy.module("dpbench.methods.bayes.sampling")
 
 CACHE_VERSION = 1
 
@@ -54,14 +59,11 @@ def fingerprint(X: NDArray, y: NDArray, spec: BaselineSpec) -> str:
 def nonprivate_posterior(X: NDArray, y: NDArray, spec: BaselineSpec, *,
                          use_cache: bool = True) -> Draws:
     """theta draws of the exact-likelihood posterior of (X, y) under ``spec``."""
-    from dpbench.methods.bayes import _jax, models
-    from dpbench.methods.bayes.sampling import Draws, sample
-
     fp = fingerprint(X, y, spec)
 
     def build() -> tuple[dict[str, np.ndarray], dict]:
         key = _jax.jax.random.PRNGKey(int(fp[:8], 16) % 2**31)
-        d = sample(models.nonprivate, key, spec.settings, (X, y, spec.norm_bound_sq),
+        d = sampling.sample(models.nonprivate, key, spec.settings, (X, y, spec.norm_bound_sq),
                    glm=spec.glm, prior=spec.prior)
         return {"theta": d.theta, "rhat": np.asarray(d.rhat)}, {"diagnostics": d.diagnostics}
 
@@ -71,4 +73,4 @@ def nonprivate_posterior(X: NDArray, y: NDArray, spec: BaselineSpec, *,
     else:
         arrays, meta, _ = ctx.store.get_or_create({"kind": "bayesglm_posterior", "fp": fp},
                                                   build)
-    return Draws(arrays["theta"], arrays["rhat"], dict(meta["diagnostics"]))
+    return sampling.Draws(arrays["theta"], arrays["rhat"], dict(meta["diagnostics"]))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
+from dpbench import lazy
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
 from dpbench.methods.bayes.baseline import BaselineSpec, nonprivate_posterior
@@ -30,6 +31,12 @@ from dpbench.privacy.accountant import Accountant
 
 if TYPE_CHECKING:
     from dpbench.methods.bayes.sampling import Draws
+
+# JAX and NumPyro: imported when the method is built or fitted, not when planning reads it
+_jax = lazy.module("dpbench.methods.bayes._jax")
+models = lazy.module("dpbench.methods.bayes.models")
+moments = lazy.module("dpbench.methods.bayes.moments")
+sampling = lazy.module("dpbench.methods.bayes.sampling")
 
 #: the paper's choices per GLM: (sampler, theta prior, Sigma prior)
 PAPER_DEFAULTS = {"logistic": ("nuts", "norm_truncated", "lkj"),
@@ -78,10 +85,6 @@ class NoiseAwareGLM(LinearModel):
         if isinstance(norm_bound_sq, str) and norm_bound_sq not in NORM_BOUND_RULES:
             raise ValueError(f"norm_bound_sq={norm_bound_sq!r} is invalid; valid: a number > 0 "
                              f"or {', '.join(NORM_BOUND_RULES)}")
-        from dpbench.methods.bayes import models
-        from dpbench.methods.bayes.moments import build_program
-        from dpbench.methods.bayes.sampling import Settings
-
         paper_sampler, paper_theta, paper_sigma = PAPER_DEFAULTS[glm]
         super().__init__(
             glm=glm, R=R, R_y=R_y, outside=outside, sampler=sampler or paper_sampler,
@@ -91,18 +94,15 @@ class NoiseAwareGLM(LinearModel):
             norm_bound_sq=norm_bound_sq, norm_bound_factor=norm_bound_factor,
             theta_prior=theta_prior or paper_theta, sigma_prior=sigma_prior or paper_sigma)
         p = self.params
-        self.settings = Settings(p["sampler"], int(num_warmup), int(num_samples), int(num_chains),
-                                 chain_method, float(mh_step), float(target_accept))
+        self.settings = sampling.Settings(p["sampler"], int(num_warmup), int(num_samples),
+                                          int(num_chains), chain_method, float(mh_step),
+                                          float(target_accept))
         self.options = {"ey_sign": ey_sign, "cov_case_b": cov_case_b, "ey2": ey2}
-        build_program(glm, 1, **self.options)  # validates the options before any work
+        moments.build_program(glm, 1, **self.options)  # validates the options before any work
         models.Prior(theta=p["theta_prior"], norm_rule=norm_rule, sigma=p["sigma_prior"])
 
     # -- fitting -------------------------------------------------------------------
     def fit(self, data: TabularData, accountant: Accountant, rng: np.random.Generator) -> Self:
-        from dpbench.methods.bayes import _jax, models
-        from dpbench.methods.bayes.moments import build_program
-        from dpbench.methods.bayes.sampling import sample
-
         p = self.params
         X, y = self.bounded(data)
         self.bounded_ = (X, y)
@@ -112,9 +112,9 @@ class NoiseAwareGLM(LinearModel):
         self.norm_bound_sq_ = self.norm_bound_for(data, X, y)
         self.release_: NoisyStatistics = release(p["glm"], data.X, data.y, accountant, rng,
                                                  R=p["R"], R_y=p["R_y"], outside=p["outside"])
-        program = build_program(p["glm"], data.d, **self.options)
+        program = moments.build_program(p["glm"], data.d, **self.options)
         r = self.release_
-        self.draws_: Draws = sample(
+        self.draws_: Draws = sampling.sample(
             models.noise_aware, _jax.key_from(rng), self.settings,
             (r.z, r.n, r.sigma, self.norm_bound_sq_),
             init_values=models.sigma_init(self.prior_, data.d, p["R"]),

@@ -47,8 +47,8 @@ from typing import Any, Self
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import expit
 
+from dpbench import lazy
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
 from dpbench.methods.classification._labels import to_pm1
@@ -57,6 +57,9 @@ from dpbench.methods.marginals.noise import noise_is_off
 from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.subsampled import check_sampler, without_replacement_epsilon
+
+# scipy (~0.4 s): imported when the method fits, not when `dpbench list` / `plan` reads it
+special = lazy.module("scipy.special")
 
 CALIBRATIONS = ("paper", "rdp")
 #: calibration -> the one sampler its accountant analyses (None: any analysed sampler)
@@ -99,7 +102,7 @@ def clipped_mean_gradient(X: NDArray, y01: NDArray, w: NDArray, clip: float,
 
     As the code, a row's factor is min(1, clip / (||g|| + 1e-16)).
     """
-    g = X * (expit(X @ w) - y01)[:, None]
+    g = X * (special.expit(X @ w) - y01)[:, None]
     norms = np.sqrt(np.einsum("ij,ij->i", g, g))
     g *= np.minimum(1.0, clip / (norms + 1e-16))[:, None]
     return g.sum(axis=0) / batch

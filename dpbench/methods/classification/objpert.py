@@ -18,14 +18,17 @@ from typing import Self
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import optimize
-from scipy.special import expit
 
+from dpbench import lazy
 from dpbench.data.base import TabularData
 from dpbench.methods.base import LinearModel
 from dpbench.methods.classification._labels import logistic_loss, to_pm1
 from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant
+
+# scipy (~0.4 s): imported when the method fits, not when `dpbench list` / `plan` reads it
+optimize = lazy.module("scipy.optimize")
+special = lazy.module("scipy.special")
 
 #: Fig. 4 histogram of the margins <y_i x_i, theta>: fixed public bin edges
 MARGIN_EDGES = np.linspace(-30.0, 30.0, 121)
@@ -61,7 +64,7 @@ def perturbed_logistic(X: NDArray, ypm: NDArray, ridge: float, b: NDArray) -> ND
     def fun(theta: NDArray) -> tuple[float, NDArray]:
         m = Z @ theta
         value = logistic_loss(m).mean() + ridge / (2 * n) * theta @ theta + b @ theta / n
-        grad = -(Z.T @ expit(-m)) / n + ridge / n * theta + b / n
+        grad = -(Z.T @ special.expit(-m)) / n + ridge / n * theta + b / n
         return float(value), grad
 
     res = optimize.minimize(fun, np.zeros(d), jac=True, method="L-BFGS-B",

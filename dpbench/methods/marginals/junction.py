@@ -39,8 +39,11 @@ import networkx as nx
 import numpy as np
 from scipy.special import logsumexp
 
+from dpbench import lazy
 from dpbench.methods.marginals.axes import aligned
 from dpbench.methods.marginals.workloads import Clique
+
+_mbi = lazy.module("dpbench.methods.marginals._mbi")  # JAX and mbi: only once a tree is built
 
 #: Largest intermediate (cells) of an elimination's pairwise contractions. np.einsum's
 #: "greedy" order caps intermediates at the largest operand, and past the cap it contracts
@@ -102,8 +105,6 @@ class CalibratedTree:
         self.attributes = tuple(attributes)
         self.sizes = {a: int(sizes[a]) for a in self.attributes}
         self.total = float(total)
-        from dpbench.methods.marginals import _mbi  # JAX and mbi: only once a tree is built
-
         domain = _mbi.to_domain(self.attributes, self.sizes)
         jtree, _ = _mbi.junction_tree.make_junction_tree(domain, [tuple(c) for c in cliques])
         self.tree: nx.Graph = jtree

@@ -30,12 +30,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from dpbench import lazy
 from dpbench.methods.marginals.workloads import Clique
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from dpbench.methods.marginals.junction import CalibratedTree
+
+junction = lazy.module("dpbench.methods.marginals.junction")  # networkx, scipy: when queried
 
 Kind = Literal["mrf", "mixture"]
 
@@ -79,9 +82,7 @@ class MarginalModel:
     # -- queries -------------------------------------------------------------------------------
     @cached_property
     def _tree(self) -> CalibratedTree:
-        from dpbench.methods.marginals.junction import CalibratedTree
-
-        return CalibratedTree(self.model_sizes, self.attributes, self.cliques, self.tables,
+        return junction.CalibratedTree(self.model_sizes, self.attributes, self.cliques, self.tables,
                               self.total)
 
     @cached_property
@@ -176,22 +177,18 @@ class MarginalModel:
 
     def _sample_mrf(self, rows: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Private-PGM's randomised-rounding sampler, in numpy (junction.sample_rounded)."""
-        from dpbench.methods.marginals.junction import sample_rounded
-
-        return sample_rounded(self._tree, rows, rng)
+        return junction.sample_rounded(self._tree, rows, rng)
 
     def _sample_mixture(self, rows: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Mixture sampling by per-component randomised rounding (as mbi's MixtureOfProducts
         does), but drawn from the given generator."""
-        from dpbench.methods.marginals.junction import round_counts
-
         k = self._products[0].shape[0]
         per = rows // k + 1
         blocks = {a: [] for a in self.attributes}
         for comp in range(k):
             for a, probs in zip(self.attributes, self._products, strict=True):
                 # not privacy noise: rows
-                blocks[a].append(rng.permutation(round_counts(probs[comp], per, rng)))
+                blocks[a].append(rng.permutation(junction.round_counts(probs[comp], per, rng)))
         keep = rng.permutation(per * k)[:rows]  # not privacy noise: rows
         return {a: np.concatenate(blocks[a])[keep] for a in self.attributes}
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from dpbench import lazy
 from dpbench.artifacts import current_context
 from dpbench.data.base import TabularData
 from dpbench.methods.marginals.model import MarginalModel
@@ -32,6 +33,10 @@ from dpbench.methods.marginals.noise import noise_is_off
 from dpbench.methods.marginals.settings import EXACT_ORACLES, AIMSettings, MSTSettings
 from dpbench.methods.marginals.workloads import WORKLOADS, build_workload, is_workload
 from dpbench.privacy.accountant import Accountant
+
+# the mechanisms (mbi, JAX): imported when a release is made
+aim = lazy.module("dpbench.methods.marginals.aim")
+mst = lazy.module("dpbench.methods.marginals.mst")
 
 MECHANISMS = ("aim", "mst")
 ARTIFACT_VERSION = 1
@@ -77,9 +82,6 @@ def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.
     under ``relation`` (the mechanisms' add/remove or replace-one sensitivities).
 
     ``max_cells`` drops workload marginals with more cells (AIM only)."""
-    from dpbench.methods.marginals.aim import run_aim
-    from dpbench.methods.marginals.mst import run_mst
-
     if data.discrete is None or data.domain is None or data.encoding is None:
         raise ValueError("marginal-based methods need discrete records with a domain and an "
                          "encoding (datasets loaded by dpbench.data.discrete.load_discrete)")
@@ -116,9 +118,9 @@ def release_marginals(data: TabularData, accountant: Accountant, rng: np.random.
         if mechanism == "aim":
             w = build_workload(workload, attrs, target=enc.target, domain=sizes,
                                max_cells=None if max_cells is None else int(max_cells))
-            model = run_aim(frame, sizes, w, ledger, seed_rng, settings, relation)
+            model = aim.run_aim(frame, sizes, w, ledger, seed_rng, settings, relation)
         else:
-            model = run_mst(frame, sizes, ledger, seed_rng, settings, relation)
+            model = mst.run_mst(frame, sizes, ledger, seed_rng, settings, relation)
         model.info["mechanism_seconds"] = time.perf_counter() - t0
         return model
 

@@ -54,9 +54,8 @@ from typing import Any, Self
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import sparse, special
-from scipy.optimize import Bounds, LinearConstraint, milp
 
+from dpbench import lazy
 from dpbench.data.base import TabularData
 from dpbench.methods.base import Method
 from dpbench.methods.marginals.noise import noise_is_off
@@ -73,6 +72,11 @@ from dpbench.methods.records import codes_frame, synthetic_table
 from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.mechanisms import exponential_mechanism_rho
+
+# scipy (~0.4 s): imported when the method fits, not when `dpbench list` / `plan` reads it
+optimize = lazy.module("scipy.optimize")
+sparse = lazy.module("scipy.sparse")
+special = lazy.module("scipy.special")
 
 #: how a round's best response is found (:class:`DualQuery` ``oracle``)
 ORACLES = ("mip", "enumerate")
@@ -223,13 +227,14 @@ def best_response(qs: QuerySet, positions: NDArray, negated: NDArray, weights: N
             raise ValueError("ties='partial' in the MIP needs whole-number weights (draw "
                              "counts)")
         secondary = np.concatenate(partial_scores(qs, positions, neg, w)) / (2 * (w.sum() + 1))
-    res = milp(np.concatenate([-secondary, -w]),
-               integrality=np.concatenate([np.ones(n_z), np.zeros(n_c)]),
-               bounds=Bounds(0.0, 1.0),
-               constraints=[LinearConstraint(queries, -np.inf, np.asarray(upper)),
-                            LinearConstraint(onehot, 1.0, 1.0)],
-               options={"mip_rel_gap": 0.0, "disp": False,
-                        **({} if time_limit is None else {"time_limit": float(time_limit)})})
+    res = optimize.milp(np.concatenate([-secondary, -w]),
+                        integrality=np.concatenate([np.ones(n_z), np.zeros(n_c)]),
+                        bounds=optimize.Bounds(0.0, 1.0),
+                        constraints=[optimize.LinearConstraint(queries, -np.inf, np.asarray(upper)),
+                                     optimize.LinearConstraint(onehot, 1.0, 1.0)],
+                        options={"mip_rel_gap": 0.0, "disp": False,
+                                 **({} if time_limit is None
+                                    else {"time_limit": float(time_limit)})})
     if res.x is None:
         raise RuntimeError(f"the best-response MIP found no record ({res.message})")
     record = np.array([int(np.argmax(res.x[b:b + m])) for b, m in zip(start, sizes,

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 from numpy.typing import NDArray
 
+from dpbench import lazy
 from dpbench.data.base import TabularData
 from dpbench.methods.query_release.queries import QuerySet
 from dpbench.methods.query_release.relaxed import (
@@ -85,6 +86,8 @@ if TYPE_CHECKING:
     from torch import nn
 
     from dpbench.methods.query_release._gem_network import Generator
+
+_gem_network = lazy.module("dpbench.methods.query_release._gem_network")  # torch: when fitted
 
 OUTPUT_WEIGHTS = ("ema", "last")
 #: the key of a start state's latent vectors (B x embedding_dim), beside the network's
@@ -139,12 +142,10 @@ class GEM(RelaxedMethod):
         from a torch seed taken from ``rng`` (torch's global generator is left as it was)."""
         import torch
 
-        from dpbench.methods.query_release._gem_network import Generator
-
         p = self.params
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(rng.integers(2**62)))  # not privacy noise: a seed
-            return Generator(p["embedding_dim"], p["hidden"], out)
+            return _gem_network.Generator(p["embedding_dim"], p["hidden"], out)
 
     def generator(self, qs: QuerySet, rng: np.random.Generator, gen: torch.Generator,
                   dev: torch.device, start: Mapping[str, NDArray] | None = None

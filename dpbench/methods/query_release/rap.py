@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
+from dpbench import lazy
 from dpbench.data.base import TabularData
 from dpbench.methods.query_release.relaxed import (
     ActiveColumns,
@@ -96,6 +97,8 @@ from dpbench.privacy.accountant import Accountant
 
 if TYPE_CHECKING:
     import torch
+
+_rap_loop = lazy.module("dpbench.methods.query_release._rap_loop")  # Numba: the loop step
 
 RHO_CONVERSIONS = ("cks", "bun_steinke")
 #: how a step answers the measured queries and gets the gradient (module docstring):
@@ -279,21 +282,19 @@ class RAP(RelaxedMethod):
         """One round of :meth:`_descend`'s optimisation as one compiled loop
         (:mod:`~dpbench.methods.query_release._rap_loop`) on the columns the measured
         queries read (``ActiveColumns``; the ones row frozen), written back into W."""
-        from dpbench.methods.query_release._rap_loop import STOP_REASONS, descend
-
         p = self.params
         softmax = p["softmax"]
         sub = ActiveColumns(W, past, sizes, softmax)
         P = sub.param.detach().numpy()               # shares sub.param's memory
         starts = np.concatenate([[0], np.cumsum(sub.sizes)]) if softmax else []
-        steps, code = descend(P, sub.index.cpu().numpy().astype(np.int64),
+        steps, code = _rap_loop.descend(P, sub.index.cpu().numpy().astype(np.int64),
                               target.detach().cpu().numpy().astype(np.float32),
                               0 if softmax else 1, float(p["lr"]), p["max_iters"],
                               p["patience"], not softmax, LOSS_TOL, IMPROVE_REL,
                               np.asarray(starts, dtype=np.int64))
         sub.write_back(W)
         self.steps_.append(int(steps))
-        self.stops_.append(self._stop_texts()[STOP_REASONS[code]])
+        self.stops_.append(self._stop_texts()[_rap_loop.STOP_REASONS[code]])
 
     def _loop_available(self) -> bool:
         """Whether the loop step can run here (Numba imports); if not, ``loop_note_`` says

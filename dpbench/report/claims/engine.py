@@ -77,7 +77,9 @@ import yaml
 
 from dpbench.report.claims.kinds import KINDS, Claim, Context, Verdict, Where
 from dpbench.report.render import incomplete_caption, provenance_line
+from dpbench.roots import paper_dir
 from dpbench.runner.grid import ConfigError
+from dpbench.tasks import TASKS
 
 STATUSES = ("PASS", "FAIL", "SKIP")
 LISTS = {"experiments", "a", "b", "metric", "methods", "method"}
@@ -201,8 +203,6 @@ def summary(md_path: Path) -> str:
 
 def _task_direction(task: Any) -> dict[str, str]:
     """{primary metric: higher|lower} of the experiment's task (none without a task)."""
-    from dpbench.tasks import TASKS
-
     t = TASKS.get(str(task)) if task else None
     return {} if t is None else {t.primary: "higher" if t.higher_is_better else "lower"}
 
@@ -211,8 +211,6 @@ def build_claims(frame: pd.DataFrame, experiment: Mapping[str, Any], out: Path) 
     """Check the claims of the experiment's ``paper`` that apply to it; write claims.md and
     claims.json in ``out`` (nothing when the experiment names no paper, or its paper
     makes no claim about it)."""
-    from dpbench.roots import paper_dir
-
     paper = experiment.get("paper")
     if not paper:
         return []
