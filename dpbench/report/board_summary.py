@@ -50,26 +50,34 @@ def summary_rows(arena: str, board: Board) -> list[list[str]]:
 def leaders_row(arena: str, board: Board) -> list[str]:
     """``arena``, the metric, and per epsilon the method with the best mean rank over the
     complete tables, with on how many of them it is a significant winner (``-``: no
-    complete table)."""
+    complete table); epsilons in a row with the same leader share one entry."""
     h = board.header
-    cells = []
+    found: list[tuple[str, list[str], list[str]]] = []      # leader, eps, wins
     for a in board.across:
         done = [t for t in board.tables if t.epsilon == a.epsilon and ranks_methods(t)]
-        if not done:
-            cells.append(f"{a.epsilon:g}: -")
-            continue
-        rank, label = min(zip(a.mean_ranks, a.labels, strict=True))
-        method = a.methods[a.labels.index(label)]
-        won = sum(t.winner == method for t in done)
-        cells.append(f"{a.epsilon:g}: {label} (won {won} of {len(done)})")
-    direction = "higher" if h.higher_is_better else "lower"
-    return [arena, f"{h.metric} ({direction} is better)", "; ".join(cells) or "-"]
+        if done:
+            rank, label = min(zip(a.mean_ranks, a.labels, strict=True))
+            method = a.methods[a.labels.index(label)]
+            wins = f"{sum(t.winner == method for t in done)}/{len(done)}"
+        else:
+            label, wins = "-", ""
+        if found and found[-1][0] == label:
+            found[-1][1].append(f"{a.epsilon:g}")
+            found[-1][2].append(wins)
+        else:
+            found.append((label, [f"{a.epsilon:g}"], [wins]))
+    if [label for label, _, _ in found] == ["-"]:
+        return [arena, h.metric, "no complete table yet"]
+    cells = [f"{', '.join(eps)}: {label}" + (f" (wins {', '.join(wins)})" if label != "-"
+                                              else "") for label, eps, wins in found]
+    return [arena, f"{h.metric} ({'higher' if h.higher_is_better else 'lower'} is better)",
+            "; ".join(cells) or "-"]
 
 
 def leaders_markdown(boards: Mapping[str, Sequence[Board]], when: Sequence[str]) -> str:
     """The README's answer to "which method should I use?": per arena and metric (each
     arena's boards, the primary first), :func:`leaders_row`."""
-    lines = ["| arena | metric | best mean rank at each eps (significant wins) |",
+    lines = ["| arena | metric | best mean rank per eps (significant wins / tables) |",
              "|---|---|---|"]
     for arena, found in boards.items():
         rows = [leaders_row(arena, b) for b in found] or [[arena, "-",

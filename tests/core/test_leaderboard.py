@@ -445,6 +445,6 @@ def test_the_summary_quotes_the_boards_leader_and_its_wins(board) -> None:
     won = sum(t.winner == a.methods[i] and t.incomplete is None for t in b.tables)
     assert won == 1                     # d1's winner ("good") leads the mean ranks
     assert row[:2] == ["toy", "mse (lower is better)"]
-    assert row[2] == f"1: {best} (won {won} of 2)", row
+    assert row[2] == f"1: {best} (wins {won}/2)", row
     line = summary_rows("toy", b)[0]
     assert line[2] == "2 of 3" and line[3].startswith(f"{best} ")
