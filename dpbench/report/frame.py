@@ -201,17 +201,39 @@ def summarise(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     (dataset, method, epsilon); with ``trials`` (the cell's ok trials with a value: a NaN
     metric counts as missing, so the cell is marked short) and ``asked`` (the grid's
     trials) per cell when the frame has ``trials_asked``."""
-    if frame.empty or metric not in frame:
-        return pd.DataFrame(columns=[*KEYS, "dataset_label", "method_label", "mean", "se", "n"])
+    return summaries(frame, [metric])[metric]
+
+
+def summaries(frame: pd.DataFrame, metrics: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """:func:`summarise` of each of ``metrics``, the cells grouped once (a page's table of
+    every cell asks for dozens of metrics)."""
+    if frame.empty:
+        return {m: summarise_empty() for m in metrics}
+    present = [m for m in dict.fromkeys(metrics) if m in frame]
     groups = frame.groupby([*KEYS, "dataset_label", "method_label"], sort=True)
-    out = groups[metric].agg(mean="mean", sd="std", n="count").reset_index()
-    out["se"] = out["sd"] / np.sqrt(out["n"])
-    out.loc[out["n"] < 2, "se"] = np.nan
-    if ASKED in frame:     # a trial whose metric is NaN counts as missing, not as a value
-        cells = groups[ASKED].agg(trials="size", asked="max").reset_index(drop=True)
-        out["trials"] = np.minimum(cells["trials"].to_numpy(), out["n"].to_numpy())
-        out["asked"] = cells["asked"].to_numpy()
-    return out.drop(columns="sd")
+    stats = groups[present].agg(["mean", "std", "count"]) if present else None
+    cells = groups[ASKED].agg(trials="size", asked="max").reset_index(drop=True) \
+        if ASKED in frame else None
+    out: dict[str, pd.DataFrame] = {}
+    for m in metrics:
+        if m not in present:
+            out[m] = summarise_empty()
+            continue
+        one = stats.index.to_frame(index=False)
+        one["mean"] = stats[(m, "mean")].to_numpy()
+        one["n"] = stats[(m, "count")].to_numpy()
+        one["se"] = stats[(m, "std")].to_numpy() / np.sqrt(one["n"])
+        one.loc[one["n"] < 2, "se"] = np.nan
+        if cells is not None:   # a trial whose metric is NaN counts as missing, not as a value
+            one["trials"] = np.minimum(cells["trials"].to_numpy(), one["n"].to_numpy())
+            one["asked"] = cells["asked"].to_numpy()
+        out[m] = one
+    return out
+
+
+def summarise_empty() -> pd.DataFrame:
+    """:func:`summarise`'s table of no cell."""
+    return pd.DataFrame(columns=[*KEYS, "dataset_label", "method_label", "mean", "se", "n"])
 
 
 def mean_se(values: pd.Series | np.ndarray) -> tuple[float, float, int]:

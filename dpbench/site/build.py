@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from dpbench.report.frame import summarise
+from dpbench.report.frame import summaries
 from dpbench.report.leaderboard import (
     Board,
     across_notes,
@@ -96,10 +96,9 @@ def cell_rows(frame: pd.DataFrame, metrics: Sequence[str]) -> list[dict[str, Any
     """Per (dataset, method, epsilon, metric): mean, s.e., n and trials asked
     (``report.frame.summarise``), for the page's every-cell table."""
     rows = []
-    for metric in metrics:
-        if metric not in frame or not pd.api.types.is_numeric_dtype(frame[metric]):
-            continue
-        for r in summarise(frame, metric).to_dict("records"):
+    numeric = [m for m in metrics if m in frame and pd.api.types.is_numeric_dtype(frame[m])]
+    for metric, table in summaries(frame, numeric).items():   # the cells grouped once
+        for r in table.to_dict("records"):
             rows.append({**r, "metric": metric, "asked": int(r.get("asked", r["n"]))})
     return sorted(rows, key=lambda r: (str(r["dataset_label"]), str(r["method_label"]),
                                        float(r["epsilon"]), r["metric"]))
