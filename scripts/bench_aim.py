@@ -61,10 +61,10 @@ import jax  # noqa: E402
 from jax import monitoring  # noqa: E402
 
 from dpbench import program_store  # noqa: E402
+from dpbench.data.workloads import build_workload  # noqa: E402
 from dpbench.methods.marginals import _mbi, flat  # noqa: E402
 from dpbench.methods.marginals.aim import AIMSettings, run_aim  # noqa: E402
 from dpbench.methods.marginals.release import AIM_PARAMS  # noqa: E402
-from dpbench.methods.marginals.workloads import build_workload  # noqa: E402
 from dpbench.privacy import Accountant  # noqa: E402
 from dpbench.runner.execute import import_object  # noqa: E402
 from dpbench.runner.grid import load_entry  # noqa: E402

@@ -45,8 +45,8 @@ from numpy.typing import NDArray
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from dpbench.data.queries import QuerySet  # noqa: E402
 from dpbench.methods.query_release import dualquery as dq  # noqa: E402
-from dpbench.methods.query_release.queries import QuerySet  # noqa: E402
 from dpbench.privacy import noise  # noqa: E402
 from dpbench.privacy.conversions import cdp_rho  # noqa: E402
 
@@ -56,8 +56,8 @@ DATASET = "qr_adult_reduced"
 
 def load() -> tuple[Any, QuerySet, NDArray]:
     """ADULT (reduced)'s private rows, its 35 3-way marginals and their true answers."""
+    from dpbench.data.queries import resolve_workload
     from dpbench.data.query_release import load_query_data
-    from dpbench.methods.query_release.queries import resolve_workload
     from dpbench.runner.grid import _merged_params, load_entry, task_view
 
     view = task_view(DATASET, load_entry("dataset", DATASET), "query_release")

@@ -52,11 +52,11 @@ from threadpoolctl import threadpool_limits
 
 from dpbench.artifacts import current_context
 from dpbench.data.base import Split
-from dpbench.methods.classification.default_logistic import default_logistic
+from dpbench.data.workloads import build_workload
+from dpbench.estimators import default_logistic
 from dpbench.methods.marginals.aim import AIMSettings
 from dpbench.methods.marginals.model import MarginalModel
 from dpbench.methods.marginals.release import release_marginals
-from dpbench.methods.marginals.workloads import build_workload
 from dpbench.methods.outputs import SyntheticTable
 from dpbench.methods.regression.aim_synth import AIMSynth
 from dpbench.privacy import Accountant

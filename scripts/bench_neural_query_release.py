@@ -55,10 +55,10 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from dpbench.data.queries import QuerySet, resolve_workload
 from dpbench.data.query_release import load_query_data
 from dpbench.methods.query_release.gem import GEM
 from dpbench.methods.query_release.gem_pub import GEMPub
-from dpbench.methods.query_release.queries import QuerySet, resolve_workload
 from dpbench.methods.query_release.rap import DEFAULT_STEP, RAP, STEPS
 from dpbench.methods.query_release.relaxed import (
     AnswerPlan,

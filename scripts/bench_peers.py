@@ -63,9 +63,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import _timing  # noqa: E402
 from bench_aim import load_train, method_settings  # noqa: E402
 
-from dpbench.methods.marginals.data import checked_codes, data_marginal  # noqa: E402
+from dpbench.data.marginals import checked_codes, data_marginal  # noqa: E402
+from dpbench.data.workloads import all_kway, build_workload  # noqa: E402
 from dpbench.methods.marginals.model import MarginalModel  # noqa: E402
-from dpbench.methods.marginals.workloads import all_kway, build_workload  # noqa: E402
 from dpbench.privacy import Accountant  # noqa: E402
 from dpbench.runner.grid import load_entry  # noqa: E402
 

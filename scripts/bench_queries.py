@@ -1,4 +1,4 @@
-"""Speed of the query-release engine (dpbench/methods/query_release/queries.py), as ratios
+"""Speed of the query-release engine (dpbench/data/queries.py), as ratios
 against reference implementations run in the same process.
 
 Measured (median of ``--repeats`` runs after one warm-up, BLAS on one thread):
@@ -23,8 +23,8 @@ from _timing import timed
 from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
+from dpbench.data.queries import QuerySet, resolve_workload
 from dpbench.data.query_release import load_query_data
-from dpbench.methods.query_release.queries import QuerySet, resolve_workload
 from dpbench.runner.grid import _merged_params, load_entry, task_view
 
 

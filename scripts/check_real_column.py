@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.metrics import log_loss, roc_auc_score
 
 from dpbench.data.discrete import holdout_rows
-from dpbench.methods.classification.default_logistic import default_logistic
+from dpbench.estimators import default_logistic
 from dpbench.runner.execute import import_object
 from dpbench.runner.grid import load_entry, task_view
 

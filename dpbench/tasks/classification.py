@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpbench.data.base import Split
-from dpbench.methods.classification.default_logistic import logistic_coef
+from dpbench.estimators import logistic_coef
 from dpbench.methods.outputs import LinearFit, SyntheticTable
 
 

@@ -5,7 +5,7 @@ see ``resolve_workload``), built over the domain of the rows the method was give
 (``split.train``, the private rows), whose answers are the truth. The method's output is
 either
 
-- a :class:`QueryAnswers` vector in the flat layout of ``methods/query_release/queries.py``;
+- a :class:`QueryAnswers` vector in the flat layout of ``data/queries.py``;
   its ``workload`` must be that spec's ``workload_key`` (answers to another workload of the
   same length are refused), or
 - a :class:`SyntheticTable` (so that any synthetic-data generator can be scored on the same
@@ -28,8 +28,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpbench.data.base import Split
+from dpbench.data.queries import QuerySet, resolve_workload, workload_key
 from dpbench.methods.outputs import QueryAnswers, SyntheticTable
-from dpbench.methods.query_release.queries import QuerySet, resolve_workload, workload_key
 
 
 def _queries(split: Split, workload: str, number: int | None, seed: int,

@@ -4,7 +4,7 @@ The method's output is a :class:`SyntheticTable` whose ``records`` hold every at
 integer codes. For each target (the data's own, then ``targets``) the synthetic records and
 the real rows are encoded with the data's encoding scheme for that target
 (``dpbench.data.encoding.retarget``), and scikit-learn's default logistic regression
-(``methods.classification.default_logistic``) is fitted on synthetic rows and scored
+(``dpbench.estimators``) is fitted on synthetic rows and scored
 on real test rows. The same model fitted on the real training rows of the same split is the
 non-private reference ("Real"), so ``excess_risk`` = risk(synthetic) - risk(real) is paired.
 
@@ -35,9 +35,9 @@ from numpy.typing import NDArray
 from dpbench import lazy
 from dpbench.data.base import Split
 from dpbench.data.encoding import retarget
-from dpbench.methods.classification.default_logistic import default_logistic
-from dpbench.methods.marginals.data import data_marginal
-from dpbench.methods.marginals.workloads import build_workload
+from dpbench.data.marginals import data_marginal
+from dpbench.data.workloads import build_workload
+from dpbench.estimators import default_logistic
 from dpbench.methods.outputs import SyntheticTable
 
 discrete = lazy.module("dpbench.data.discrete")  # pandas: only where rows are split

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpbench.data.queries import QuerySet, resolve_workload
 from dpbench.methods.outputs import SyntheticTable
-from dpbench.methods.query_release.queries import QuerySet, resolve_workload
 from dpbench.privacy.accountant import Accountant
 from dpbench.runner.execute import import_object
 from dpbench.runner.grid import _merged_params, cell_problem, load_entry, task_view

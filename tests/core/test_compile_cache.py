@@ -42,7 +42,7 @@ monitoring.register_event_duration_secs_listener(on_duration)
 monitoring.register_event_listener(on_event)
 from marginal_fixtures import discrete_data
 from dpbench.methods.marginals.aim import AIMSettings, run_aim
-from dpbench.methods.marginals.workloads import build_workload
+from dpbench.data.workloads import build_workload
 from dpbench.privacy import Accountant
 from dpbench import program_store
 dom = {{"x1": 3, "x2": 4, "x3": 2, "y": 5}}

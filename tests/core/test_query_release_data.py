@@ -19,8 +19,8 @@ from raw_fixtures import fake_ipums_extract, write_ipums_extract
 from dpbench.data.base import Split, capabilities
 from dpbench.data.discrete import read_discrete
 from dpbench.data.files import DataError
+from dpbench.data.queries import QuerySet, domain_cells, resolve_workload
 from dpbench.data.query_release import load_query_data
-from dpbench.methods.query_release.queries import QuerySet, domain_cells, resolve_workload
 from dpbench.runner.grid import _merged_params, load_entry, task_view
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from marginal_fixtures import discrete_data
 
+from dpbench.data.workloads import build_workload
 from dpbench.methods.marginals.aim import AIMSettings, run_aim
 from dpbench.methods.marginals.junction import CalibratedTree
 from dpbench.methods.marginals.mst import MSTSettings, run_mst
-from dpbench.methods.marginals.workloads import build_workload
 from dpbench.privacy import Accountant, draws
 
 DOMAIN = {"x1": 3, "x2": 4, "y": 5}
@@ -173,7 +173,7 @@ sys.path.insert(0, {tests!r})
 from marginal_fixtures import discrete_data
 from dpbench.methods.marginals.aim import AIMSettings, run_aim
 from dpbench.methods.marginals.mst import MSTSettings, run_mst
-from dpbench.methods.marginals.workloads import build_workload
+from dpbench.data.workloads import build_workload
 from dpbench.privacy import Accountant, draws
 dom = {{"x1": 3, "x2": 4, "y": 5}}
 data = discrete_data(np.random.default_rng(0), 2000, dom, "y", categorical=("x2",))

@@ -17,17 +17,17 @@ import numpy as np
 import pytest
 from marginal_fixtures import brute_marginal, mrf_joint
 
-from dpbench.methods.marginals import _mbi
-from dpbench.methods.marginals.aim import _small_candidates, candidate_scores
-from dpbench.methods.marginals.model import MarginalModel
-from dpbench.methods.marginals.model_size import model_sizes_mb
-from dpbench.methods.marginals.workloads import (
+from dpbench.data.workloads import (
     all_kway,
     clique_size,
     downward_closure,
     sort_cliques,
     workload_weights,
 )
+from dpbench.methods.marginals import _mbi
+from dpbench.methods.marginals.aim import _small_candidates, candidate_scores
+from dpbench.methods.marginals.model import MarginalModel
+from dpbench.methods.marginals.model_size import model_sizes_mb
 
 
 def _random_cliques(rng, attrs, number, max_len):

@@ -14,7 +14,7 @@ from marginal_fixtures import discrete_data, tabular
 from scipy.optimize import minimize
 from sklearn.metrics import roc_auc_score
 
-from dpbench.methods.marginals.data import data_marginal
+from dpbench.data.marginals import data_marginal
 from dpbench.methods.marginals.noise import noise_disabled
 from dpbench.methods.regression.aim_synth import AIMSynth
 from dpbench.methods.regression.ddssp import (

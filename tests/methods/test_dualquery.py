@@ -20,6 +20,11 @@ from scipy import special
 
 from dpbench.data.base import Split, TabularData
 from dpbench.data.encoding import build_encoding
+from dpbench.data.queries import (
+    HistogramTooLarge,
+    QuerySet,
+    resolve_workload,
+)
 from dpbench.methods.marginals.noise import noise_disabled
 from dpbench.methods.outputs import QueryAnswers, SyntheticTable
 from dpbench.methods.query_release.dualquery import (
@@ -32,11 +37,6 @@ from dpbench.methods.query_release.dualquery import (
     rounds_affordable,
     sample_queries,
     total_rho,
-)
-from dpbench.methods.query_release.queries import (
-    HistogramTooLarge,
-    QuerySet,
-    resolve_workload,
 )
 from dpbench.methods.query_release.template import NEIGHBOURS
 from dpbench.privacy.accountant import Accountant

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 
+from dpbench.data.queries import QuerySet
 from dpbench.methods.marginals.noise import noise_disabled
 from dpbench.methods.query_release.gem import GEM
-from dpbench.methods.query_release.queries import QuerySet
 from dpbench.methods.query_release.rap import RAP
 from dpbench.methods.query_release.relaxed import (
     AnswerPlan,

@@ -268,7 +268,7 @@ def test_bad_queries_are_refused_in_one_line():
 # -- workloads and AIM with k-way candidates -------------------------------------------------
 
 def test_all_kway_workloads_and_the_max_cells_filter():
-    from dpbench.methods.marginals.workloads import build_workload
+    from dpbench.data.workloads import build_workload
 
     attrs = ["a", "b", "c", "d", "e"]
     dom = {"a": 2, "b": 10, "c": 10, "d": 3, "e": 2}
@@ -287,8 +287,8 @@ def test_all_kway_workloads_and_the_max_cells_filter():
 def test_aim_runs_a_4way_workload_within_budget():
     from marginal_fixtures import discrete_data
 
+    from dpbench.data.workloads import build_workload
     from dpbench.methods.marginals.aim import AIMSettings, run_aim
-    from dpbench.methods.marginals.workloads import build_workload
     from dpbench.privacy import Accountant
 
     dom = {"x1": 3, "x2": 4, "x3": 2, "x4": 3, "y": 2}

@@ -1,4 +1,4 @@
-"""The query-release engine (dpbench/methods/query_release/queries.py), the seeded workload
+"""The query-release engine (dpbench/data/queries.py), the seeded workload
 sample, and the query_release task: flat layout and its index, the three answer backends
 against each other and against independently counted marginals, the refusal of a
 full-domain histogram too large for memory, and the task's metrics."""
@@ -15,11 +15,8 @@ import pytest
 
 from dpbench.data.base import Split, TabularData
 from dpbench.data.encoding import build_encoding
-from dpbench.data.query_release import load_query_data
-from dpbench.methods.marginals.data import data_marginal
-from dpbench.methods.marginals.workloads import all_kway, build_workload, sample_cliques
-from dpbench.methods.outputs import QueryAnswers
-from dpbench.methods.query_release.queries import (
+from dpbench.data.marginals import data_marginal
+from dpbench.data.queries import (
     HistogramTooLarge,
     QuerySet,
     codes_matrix,
@@ -28,6 +25,9 @@ from dpbench.methods.query_release.queries import (
     uniform_histogram,
     workload_key,
 )
+from dpbench.data.query_release import load_query_data
+from dpbench.data.workloads import all_kway, build_workload, sample_cliques
+from dpbench.methods.outputs import QueryAnswers
 from dpbench.runner.grid import _merged_params, load_entry, task_view
 from dpbench.tasks import TASKS
 

@@ -15,17 +15,17 @@ import pytest
 from scipy import optimize, special
 
 from dpbench.data.base import Split, TabularData
-from dpbench.methods.marginals.noise import noise_disabled
-from dpbench.methods.outputs import QueryAnswers
-from dpbench.methods.query_release.histogram import DomainHistogram
-from dpbench.methods.query_release.mwem import MWEM
-from dpbench.methods.query_release.pep import PEP, project, projection_step
-from dpbench.methods.query_release.queries import (
+from dpbench.data.queries import (
     HistogramTooLarge,
     QuerySet,
     resolve_workload,
     uniform_histogram,
 )
+from dpbench.methods.marginals.noise import noise_disabled
+from dpbench.methods.outputs import QueryAnswers
+from dpbench.methods.query_release.histogram import DomainHistogram
+from dpbench.methods.query_release.mwem import MWEM
+from dpbench.methods.query_release.pep import PEP, project, projection_step
 from dpbench.methods.query_release.template import NEIGHBOURS, AdaptiveBudget, plan
 from dpbench.privacy.accountant import Accountant
 from dpbench.runner.grid import _merged_params, load_entry, task_view

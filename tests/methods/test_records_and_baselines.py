@@ -26,13 +26,13 @@ import pytest
 from scipy import stats
 
 from dpbench.data.base import Split, TabularData
+from dpbench.data.queries import QuerySet, resolve_workload
 from dpbench.methods import records
 from dpbench.methods.baselines.independent import Independent
 from dpbench.methods.baselines.majority import Majority
 from dpbench.methods.baselines.mean import Mean
 from dpbench.methods.baselines.uniform import Uniform
 from dpbench.methods.outputs import LinearFit, QueryAnswers, SyntheticTable
-from dpbench.methods.query_release.queries import QuerySet, resolve_workload
 from dpbench.privacy.accountant import Accountant
 from dpbench.runner.execute import import_object
 from dpbench.runner.grid import _merged_params, load_entry, task_view

@@ -199,9 +199,9 @@ def test_aim_scores_move_by_at_most_their_replace_one_sensitivity() -> None:
     tables' replace-one L1 sensitivity (histogram_sensitivity); the bound is reached where
     the model equals the data's marginal (replacing any row then moves the L1 from 0 to 2).
     Seed 0: 120 rows over 4 attributes, 200 random replacements; tolerance 1e-12."""
+    from dpbench.data.marginals import data_marginal
+    from dpbench.data.workloads import build_workload, workload_weights
     from dpbench.methods.marginals.aim import candidate_scores
-    from dpbench.methods.marginals.data import data_marginal
-    from dpbench.methods.marginals.workloads import build_workload, workload_weights
     from dpbench.privacy.relations import histogram_sensitivity
 
     rng = np.random.default_rng(0)

@@ -22,9 +22,9 @@ from typing import Any, Self
 import numpy as np
 
 from dpbench.data.base import TabularData
+from dpbench.data.marginals import checked_codes, data_marginal
 from dpbench.methods.base import NEIGHBOUR_RELATIONS
 from dpbench.methods.baselines._records import RecordsBaseline
-from dpbench.methods.marginals.data import checked_codes, data_marginal
 from dpbench.methods.marginals.noise import measure
 from dpbench.methods.records import (
     block_distributions,

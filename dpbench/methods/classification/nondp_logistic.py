@@ -1,7 +1,7 @@
 """Non-private reference: scikit-learn's default logistic regression on the real training rows.
 
 The "Non-DP" bar of the excess-risk paper's Fig. 4 (App. D.2): L2 penalty C = 1, an
-intercept, L-BFGS (``methods.classification.default_logistic``), on the data's encoding
+intercept, L-BFGS (``dpbench/estimators.py``), on the data's encoding
 as given (the paper's raw integer codes). It spends nothing.
 """
 
@@ -12,9 +12,9 @@ from typing import Self
 import numpy as np
 
 from dpbench.data.base import TabularData
+from dpbench.estimators import logistic_coef
 from dpbench.methods.base import LinearModel
 from dpbench.methods.classification._labels import to_pm1
-from dpbench.methods.classification.default_logistic import logistic_coef
 from dpbench.privacy.accountant import Accountant
 
 

@@ -49,9 +49,9 @@ from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
 from dpbench.data.base import TabularData
+from dpbench.estimators import logistic_coef
 from dpbench.methods.base import LinearModel
 from dpbench.methods.classification._labels import to_pm1
-from dpbench.methods.classification.default_logistic import logistic_coef
 from dpbench.methods.marginals.noise import noise_is_off
 from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant

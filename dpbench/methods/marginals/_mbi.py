@@ -43,8 +43,8 @@ from mbi.estimation import (  # noqa: E402
 )
 from mbi.extensions import MixtureOfProducts, MixtureOfProductsEstimator  # noqa: E402
 
+from dpbench.data.workloads import Clique  # noqa: E402
 from dpbench.methods.marginals.axes import aligned  # noqa: E402
-from dpbench.methods.marginals.workloads import Clique  # noqa: E402
 
 __all__ = [
     "mbi", "Domain", "LinearMeasurement", "estimate_mrf", "estimate_mixture", "model_size_mb",

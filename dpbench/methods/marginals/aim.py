@@ -39,19 +39,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpbench.methods.marginals import _mbi, flat
-from dpbench.methods.marginals.data import checked_codes, data_marginal
-from dpbench.methods.marginals.model import MarginalModel, RhoCharge
-from dpbench.methods.marginals.model_size import MAX_ATTRIBUTES, model_sizes_mb
-from dpbench.methods.marginals.noise import measure, noise_is_off, select
-from dpbench.methods.marginals.settings import AIMSettings
-from dpbench.methods.marginals.workloads import (
+from dpbench.data.marginals import checked_codes, data_marginal
+from dpbench.data.workloads import (
     Clique,
     clique_size,
     downward_closure,
     sort_cliques,
     workload_weights,
 )
+from dpbench.methods.marginals import _mbi, flat
+from dpbench.methods.marginals.model import MarginalModel, RhoCharge
+from dpbench.methods.marginals.model_size import MAX_ATTRIBUTES, model_sizes_mb
+from dpbench.methods.marginals.noise import measure, noise_is_off, select
+from dpbench.methods.marginals.settings import AIMSettings
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.relations import histogram_sensitivity
 

@@ -34,9 +34,9 @@ import networkx as nx
 import numpy as np
 
 from dpbench import program_store
+from dpbench.data.workloads import Clique
 from dpbench.methods.marginals import _mbi
 from dpbench.methods.marginals.settings import EXACT_ORACLES, SHARED_MAX_CELLS
-from dpbench.methods.marginals.workloads import Clique
 
 #: least padded sizes (levels, pairs per level, cells, measured cells, separator cells):
 #: small models share one program, since their steps are cheap either way (on Adult this

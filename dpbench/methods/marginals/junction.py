@@ -40,8 +40,8 @@ import numpy as np
 from scipy.special import logsumexp
 
 from dpbench import lazy
+from dpbench.data.workloads import Clique
 from dpbench.methods.marginals.axes import aligned
-from dpbench.methods.marginals.workloads import Clique
 
 _mbi = lazy.module("dpbench.methods.marginals._mbi")  # JAX and mbi: only once a tree is built
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from dpbench import lazy
-from dpbench.methods.marginals.workloads import Clique
+from dpbench.data.workloads import Clique
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from dpbench.methods.marginals.workloads import Clique
+from dpbench.data.workloads import Clique
 
 #: beyond this many attributes the masks do not fit int64 (the caller falls back to mbi)
 MAX_ATTRIBUTES = 62

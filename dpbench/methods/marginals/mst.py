@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dpbench.data.marginals import checked_codes, data_marginal
+from dpbench.data.workloads import Clique
 from dpbench.methods.marginals import _mbi
-from dpbench.methods.marginals.data import checked_codes, data_marginal
 from dpbench.methods.marginals.model import MarginalModel, RhoCharge
 from dpbench.methods.marginals.noise import measure, noise_is_off, select
 from dpbench.methods.marginals.settings import MSTSettings
-from dpbench.methods.marginals.workloads import Clique
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.relations import histogram_sensitivity
 

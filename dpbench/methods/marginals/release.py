@@ -28,10 +28,10 @@ import numpy as np
 from dpbench import lazy
 from dpbench.artifacts import current_context
 from dpbench.data.base import TabularData
+from dpbench.data.workloads import WORKLOADS, build_workload, is_workload
 from dpbench.methods.marginals.model import MarginalModel
 from dpbench.methods.marginals.noise import noise_is_off
 from dpbench.methods.marginals.settings import EXACT_ORACLES, AIMSettings, MSTSettings
-from dpbench.methods.marginals.workloads import WORKLOADS, build_workload, is_workload
 from dpbench.privacy.accountant import Accountant
 
 # the mechanisms (mbi, JAX): imported when a release is made

@@ -57,17 +57,16 @@ from numpy.typing import NDArray
 
 from dpbench import lazy
 from dpbench.data.base import TabularData
-from dpbench.methods.base import Method
-from dpbench.methods.marginals.noise import noise_is_off
-from dpbench.methods.outputs import QueryAnswers, SyntheticTable
-from dpbench.methods.query_release.queries import (
+from dpbench.data.queries import (
     MAX_HISTOGRAM_CELLS,
     QuerySet,
     check_histogram_size,
     resolve_workload,
-    workload_answers,
 )
-from dpbench.methods.query_release.template import NEIGHBOURS, RELATION
+from dpbench.methods.base import Method
+from dpbench.methods.marginals.noise import noise_is_off
+from dpbench.methods.outputs import QueryAnswers, SyntheticTable
+from dpbench.methods.query_release.template import NEIGHBOURS, RELATION, workload_answers
 from dpbench.methods.records import codes_frame, synthetic_table
 from dpbench.privacy import noise
 from dpbench.privacy.accountant import Accountant

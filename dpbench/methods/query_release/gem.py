@@ -61,7 +61,7 @@ from numpy.typing import NDArray
 
 from dpbench import lazy
 from dpbench.data.base import TabularData
-from dpbench.methods.query_release.queries import QuerySet
+from dpbench.data.queries import QuerySet
 from dpbench.methods.query_release.relaxed import (
     AnswerPlan,
     RelaxedMethod,

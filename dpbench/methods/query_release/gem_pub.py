@@ -47,9 +47,9 @@ from numpy.typing import NDArray
 
 from dpbench.artifacts import current_context
 from dpbench.data.base import TabularData
+from dpbench.data.queries import QuerySet, resolve_workload
 from dpbench.methods.marginals.release import data_fingerprint
 from dpbench.methods.query_release.gem import GEM, LATENTS, state_arrays
-from dpbench.methods.query_release.queries import QuerySet, resolve_workload
 from dpbench.methods.query_release.relaxed import (
     answers,
     torch_session,

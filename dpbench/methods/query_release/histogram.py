@@ -37,22 +37,22 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpbench.data.base import TabularData
-from dpbench.methods.base import Method
-from dpbench.methods.outputs import QueryAnswers, SyntheticTable
-from dpbench.methods.query_release.queries import (
+from dpbench.data.queries import (
     MAX_HISTOGRAM_CELLS,
     QuerySet,
     check_histogram_size,
     uniform_histogram,
-    workload_answers,
     workload_queries,
 )
+from dpbench.methods.base import Method
+from dpbench.methods.outputs import QueryAnswers, SyntheticTable
 from dpbench.methods.query_release.template import (
     AdaptiveBudget,
     check_alpha,
     check_rounds,
     check_selection,
     plan,
+    workload_answers,
 )
 from dpbench.methods.records import post_seed, sample_histogram, synthetic_table
 from dpbench.privacy.accountant import Accountant

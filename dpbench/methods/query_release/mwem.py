@@ -28,8 +28,8 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
+from dpbench.data.queries import MAX_HISTOGRAM_CELLS
 from dpbench.methods.query_release.histogram import DomainHistogram, HistogramMethod
-from dpbench.methods.query_release.queries import MAX_HISTOGRAM_CELLS
 
 UPDATE_SIGNS = ("standard", "paper")
 

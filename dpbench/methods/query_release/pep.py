@@ -26,8 +26,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from dpbench.data.queries import MAX_HISTOGRAM_CELLS
 from dpbench.methods.query_release.histogram import DomainHistogram, HistogramMethod
-from dpbench.methods.query_release.queries import MAX_HISTOGRAM_CELLS
 
 #: answers are clipped to [CLIP, 1 - CLIP] in a projection step (the authors' offset)
 CLIP = 1e-6

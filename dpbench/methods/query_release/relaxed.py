@@ -11,7 +11,7 @@ rows X is the mean over the rows of the product of those k columns:
 distribution each row defines; for one-hot rows it is the ordinary share of rows.
 
 :func:`column_index` lays the workload's queries out as an (n_queries, k) matrix of column
-numbers in :class:`~dpbench.methods.query_release.queries.QuerySet`'s flat order (cliques
+numbers in :class:`~dpbench.data.queries.QuerySet`'s flat order (cliques
 smaller than the largest read a column of ones, number d'), as the authors' query manager
 does. :func:`answers` is the differentiable answer of a few queries from it (the measured
 ones, for a loss): a gather and a product.
@@ -60,15 +60,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpbench.data.base import TabularData
+from dpbench.data.queries import QuerySet, workload_queries
 from dpbench.methods.base import Method
 from dpbench.methods.marginals.noise import noise_is_off
 from dpbench.methods.outputs import QueryAnswers, SyntheticTable
-from dpbench.methods.query_release.queries import (
-    QuerySet,
-    workload_answers,
-    workload_queries,
-)
-from dpbench.methods.query_release.template import AdaptiveBudget
+from dpbench.methods.query_release.template import AdaptiveBudget, workload_answers
 from dpbench.methods.records import post_seed, sample_blocks, synthetic_table
 
 if TYPE_CHECKING:

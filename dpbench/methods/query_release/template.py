@@ -32,13 +32,16 @@ quarter of the selection budget it pays for; it exists to show that difference.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
+from dpbench.data.queries import workload_key
 from dpbench.methods.marginals.noise import measure, noise_is_off, select
+from dpbench.methods.outputs import QueryAnswers
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.gaussian import sigma_zcdp
 from dpbench.privacy.mechanisms import exponential_mechanism_rho
@@ -154,3 +157,11 @@ def plan(accountant: Accountant, n: int, rounds: int, alpha: float,
         raise TypeError(f"the adaptive-measurement template composes in zCDP; this ledger is "
                         f"{accountant.currency!r}")
     return AdaptiveBudget(accountant.remaining(), rounds, alpha, n, selection)
+
+
+def workload_answers(answers: NDArray, params: Mapping[str, object]) -> QueryAnswers:
+    """A method's answers as its :class:`QueryAnswers` output, labelled with the workload
+    its ``params`` name (``workload`` / ``number`` / ``seed`` / ``max_cells``)."""
+    return QueryAnswers(np.asarray(answers),
+                        workload_key(params["workload"], params["number"],  # type: ignore[arg-type]
+                                     params["seed"], params["max_cells"]))  # type: ignore[arg-type]

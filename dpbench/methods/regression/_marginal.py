@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from dpbench.data.base import Encoding, TabularData
+from dpbench.data.workloads import build_workload
 from dpbench.methods.base import NEIGHBOUR_RELATIONS, LinearModel
 from dpbench.methods.marginals.model import MarginalModel
 from dpbench.methods.marginals.release import (
@@ -16,7 +17,6 @@ from dpbench.methods.marginals.release import (
     build_settings,
     release_marginals,
 )
-from dpbench.methods.marginals.workloads import build_workload
 from dpbench.privacy.accountant import Accountant
 
 MODELS = ("linear", "logistic")

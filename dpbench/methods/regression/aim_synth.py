@@ -7,7 +7,7 @@ records are encoded like the real ones, and an ordinary non-private model is
 fitted: OLS without intercept (linear) or unpenalised logistic regression
 without intercept (scikit-learn L-BFGS, labels as given by the encoding), or
 ``default_logistic``: scikit-learn's default logistic regression with an intercept
-(``methods.classification.default_logistic``; the excess-risk paper's model, App. D.2).
+(``dpbench/estimators.py``; the excess-risk paper's model, App. D.2).
 ``synth_rows`` is the number of rows (None: the release's noisy record count).
 ``model: none`` fits nothing: the method is then scored only through its synthetic records
 (``Method.tasks_scored``: every task that scores records, which get every attribute's codes).
@@ -20,7 +20,7 @@ from typing import Self
 import numpy as np
 
 from dpbench.data.base import TabularData
-from dpbench.methods.classification.default_logistic import logistic_coef
+from dpbench.estimators import logistic_coef
 from dpbench.methods.outputs import LinearFit, SyntheticTable
 from dpbench.methods.regression._marginal import MODELS, MarginalMethod
 from dpbench.privacy.accountant import Accountant

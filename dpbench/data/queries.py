@@ -1,6 +1,6 @@
 """Every counting query of a marginal workload as one flat vector of normalised answers.
 
-A workload of cliques (``methods/marginals/workloads.py``) defines one counting query per
+A workload of cliques (``data/workloads.py``) defines one counting query per
 cell of each clique's marginal, q_{c,v}(x) = 1[x_c = v]; its answer on a dataset is the
 share of rows with x_c = v, so one row moves any answer by at most 1/N (the query-release
 paper's setting, Liu, Vietri & Wu 2021, Sec. 2 and App. B.1).
@@ -31,9 +31,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpbench.data.base import TabularData
-from dpbench.methods.marginals.data import checked_codes
-from dpbench.methods.marginals.workloads import Clique, build_workload, canonical
-from dpbench.methods.outputs import QueryAnswers
+from dpbench.data.marginals import checked_codes
+from dpbench.data.workloads import Clique, build_workload, canonical
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -341,7 +340,7 @@ def resolve_workload(domain: Mapping[str, int], n_rows: int, workload: str = "al
     ``workload``: a name :func:`build_workload` knows (``all_3way``, ...); ``max_cells``: a
     cell cap, or ``"n"`` for the number of data rows ``n_rows`` (the authors' "<= N cells"
     filter for ADULT* and LOANS); ``number``/``seed``: a seeded random subset
-    (:func:`~dpbench.methods.marginals.workloads.sample_cliques`). The paper's workloads
+    (:func:`~dpbench.data.workloads.sample_cliques`). The paper's workloads
     (Sec. 3, App. F.6): ADULT / ADULT (reduced) ``all_3way``; ADULT* and LOANS
     ``all_3way`` with ``max_cells="n"``, ``number=64``, ``seed=0``.
     """
@@ -365,14 +364,6 @@ def workload_queries(data: TabularData, params: Mapping[str, object], who: str) 
     return QuerySet.build(domain, resolve_workload(
         domain, data.n, params["workload"], params["number"],  # type: ignore[arg-type]
         params["seed"], params["max_cells"]))  # type: ignore[arg-type]
-
-
-def workload_answers(answers: NDArray, params: Mapping[str, object]) -> QueryAnswers:
-    """A method's answers as its :class:`QueryAnswers` output, labelled with the workload
-    its ``params`` name (``workload`` / ``number`` / ``seed`` / ``max_cells``)."""
-    return QueryAnswers(np.asarray(answers),
-                        workload_key(params["workload"], params["number"],  # type: ignore[arg-type]
-                                     params["seed"], params["max_cells"]))  # type: ignore[arg-type]
 
 
 def workload_key(workload: str = "all_3way", number: int | None = None, seed: int = 0,

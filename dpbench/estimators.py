@@ -1,5 +1,8 @@
 """scikit-learn's default logistic regression as the excess-risk authors run it (one place).
 
+A non-private estimator that methods and tasks share, so it sits below both layers (with the
+data and the privacy primitives): a task depends on the methods only through their outputs.
+
 L2 penalty, C = 1, intercept, L-BFGS, ``max_iter`` 10,000 (their code's only change to the
 defaults); on unscaled integer codes L-BFGS may stop at ``max_iter``, so the convergence
 warning is silenced. Used by PATE (teachers, student), the Non-DP reference, AIM-Synth's

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpbench.methods.marginals.workloads import Clique
+from dpbench.data.workloads import Clique
 
 if TYPE_CHECKING:
     import pandas as pd
