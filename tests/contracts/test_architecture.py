@@ -2,7 +2,14 @@
 
 - dpbench/report/ is generic: no paper's, dataset family's or method's name anywhere in it
   (code, comments, docstrings); papers live in papers/<paper>/ and conf/, not in the report.
-- No import cycle among dpbench modules, function-level imports included.
+- No import cycle among dpbench modules, function-level imports included; a string naming a
+  dpbench module (``lazy.module("dpbench.a.b")``, entry.COMMANDS' ``module:function``) is an
+  import too.
+- Imports of dpbench modules are at the top of a module: at most
+  :data:`MAX_FUNCTION_LEVEL_IMPORTS` (0) in function bodies; a dependency that is costly to
+  import and needed by some calls only is declared there with :mod:`dpbench.lazy`.
+- Tasks import no method module but the outputs contract, whose ``TASK_KINDS`` they are
+  built from.
 - The layers (docs/architecture.md, "Layers"): report/ imports no dpbench.methods module (it
   reads results frames, not models); the workspace imports neither the CLI nor the site;
   the site imports nothing from the CLI; nothing below the commands imports the workspace.
