@@ -59,3 +59,31 @@ def test_planning_imports_no_heavy_library() -> None:
     loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     tops = sorted({m.split(".")[0] for m in loaded})
     assert not loaded, f"heavy modules imported while planning: {tops} ({len(loaded)} modules)"
+
+
+_LIST = """
+import contextlib, io, json, sys
+from dpbench.entry import main
+
+with contextlib.redirect_stdout(io.StringIO()):
+    assert main(["list"]) == 0
+avoid = json.loads(sys.argv[1])  # packages or modules, with their submodules
+print(json.dumps(sorted(m for m in sys.modules
+                        if any(m == a or m.startswith(a + ".") for a in avoid))))
+"""
+
+
+def test_list_imports_no_heavy_library_nor_the_workspace() -> None:
+    """``dpbench list`` reads every method class's contract (issue 59: it used to import
+    scipy through them, 13x a numpy import): no scipy, no Hydra, no report (matplotlib)
+    and no workspace either (dpbench/listing.py)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    avoid = [*HEAVY, "scipy", "hydra", "matplotlib", "dpbench.workspace", "dpbench.cli",
+             "dpbench.report"]
+    proc = subprocess.run([sys.executable, "-c", _LIST, json.dumps(avoid)], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not loaded, sorted({m.split(".")[0] for m in loaded} | {
+        m for m in loaded if m.startswith("dpbench")})
