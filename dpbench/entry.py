@@ -44,7 +44,7 @@ COMMANDS = [("run", "run (or resume) an experiment's grid", "dpbench.cli:run"),
 #: looked up only once a command failed, in the modules it imported (an error class whose
 #: module was never imported cannot have been raised), so naming them imports nothing
 ONE_LINE_ERRORS = ("dpbench.workspace:UserError", "dpbench.data.files:DataError",
-                   "dpbench.runner.grid:ConfigError")
+                   "dpbench.runner.schema:ConfigError")
 #: SIGTERM, as the local runner raises it (``module:class``)
 TERMINATED = "dpbench.runner.local:Terminated"
 
@@ -107,7 +107,7 @@ def command(name: str) -> Callable[[argparse.Namespace], int]:
 def _loaded(target: str) -> type | None:
     """The class ``module:class`` if its module is imported, else None."""
     module, _, name = target.partition(":")
-    return getattr(sys.modules[module], name) if module in sys.modules else None
+    return getattr(sys.modules[module], name, None) if module in sys.modules else None
 
 
 def dispatch(args: argparse.Namespace, command: Callable[[argparse.Namespace], int]) -> int:

@@ -339,6 +339,20 @@ def test_function_level_imports_are_few() -> None:
         f"{MAX_FUNCTION_LEVEL_IMPORTS}):\n" + "\n".join(found))
 
 
+def test_every_registry_target_is_there() -> None:
+    """Each ``module:name`` a registry names (entry.COMMANDS' commands, entry's one-line
+    errors) is an attribute of an importable module: entry imports them by name only."""
+    import importlib
+
+    targets = {node.value for f in MODULES.values() for node in ast.walk(ast.parse(
+        f.read_text())) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        and ":" in node.value and TARGET.fullmatch(node.value)}
+    assert "dpbench.cli:run" in targets and "dpbench.runner.schema:ConfigError" in targets
+    missing = [t for t in sorted(targets) if not hasattr(
+        importlib.import_module(t.partition(":")[0]), t.partition(":")[2])]
+    assert not missing, missing
+
+
 def test_every_named_target_is_a_module() -> None:
     """Each deferred import names a module that exists, dpbench's or an installed
     library's (a typo would otherwise fail only when a fit, or a command, first reads it)."""
