@@ -40,9 +40,11 @@ from dpbench.workspace import (
     check_figures,
     compose_config,
     computing_lines,
+    custom_suffix,
     draw_figures,
     given,
     grid,
+    grid_overrides,
     is_arena,
     pending,
     plan_cost,
@@ -68,14 +70,14 @@ compare_report = lazy.module("dpbench.report.compare")
 leaderboard_report = lazy.module("dpbench.report.leaderboard")
 
 
-def cmd_run(cfg: DictConfig) -> int:
-    """Run (or resume) the grid; a full disk stops it with one line (exit 2), finished
-    records kept."""
+def cmd_run(cfg: DictConfig, overrides: Sequence[str] = ()) -> int:
+    """Run (or resume) the grid (composed from ``overrides``); a full disk stops it with
+    one line (exit 2), finished records kept."""
     with stops_when_full(store_of(cfg).root, RUN_FULL):
-        return _run(cfg)
+        return _run(cfg, overrides)
 
 
-def _run(cfg: DictConfig) -> int:
+def _run(cfg: DictConfig, overrides: Sequence[str]) -> int:
     if cfg.runner.name == "slurm":        # its settings, before anything is written
         slurm.SlurmSettings.from_cfg(cfg.runner)
     store = store_of(cfg)
@@ -94,6 +96,10 @@ def _run(cfg: DictConfig) -> int:
     todo = pending(specs, store)
     name = cfg.experiment.name
     store.mark_run(name, cfg.profile.name, len(specs))
+    suffix = custom_suffix(cfg)
+    if suffix:          # an ad-hoc grid is noted apart too, with what makes it (the site)
+        store.mark_run(name, cfg.profile.name, len(specs), suffix=suffix,
+                       overrides=grid_overrides(overrides))
     print(f"{name}: {len(specs)} trials, {len(specs) - len(todo)} already done, "
           f"{len(todo)} to run (store: {store.root})")
     if not todo:
@@ -308,7 +314,7 @@ def _grid_config(args: argparse.Namespace) -> DictConfig:
 
 def run(args: argparse.Namespace) -> int:
     """``dpbench run``."""
-    return cmd_run(_grid_config(args))
+    return cmd_run(_grid_config(args), args.overrides)
 
 
 def plan(args: argparse.Namespace) -> int:

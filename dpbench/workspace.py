@@ -72,7 +72,7 @@ from dpbench.runner.reference_costs import read_reference, reference_files, summ
 from dpbench.runner.schema import figure_fields, unknown
 from dpbench.runner.slurm import SlurmSettings
 from dpbench.runner.spec import TrialSpec, digest
-from dpbench.runner.store import CORRUPT, OK, Damage, ResultStore
+from dpbench.runner.store import CORRUPT, CUSTOM, OK, Damage, ResultStore
 from dpbench.tasks import TASKS
 
 if TYPE_CHECKING:
@@ -570,7 +570,21 @@ def figure_dir(cfg: DictConfig) -> Path:
 def custom_suffix(cfg: DictConfig) -> str:
     """``-custom-<hash of the changed settings>`` for an ad-hoc grid, else empty."""
     custom = custom_grid(cfg)
-    return f"-custom-{digest(custom)[:8]}" if custom else ""
+    return f"{CUSTOM}{digest(custom)[:8]}" if custom else ""
+
+
+#: overrides that name the grid or choose where and how it runs, not which trials it holds
+#: (``runner.*`` and ``hydra.*`` entirely; ``experiment.*`` and ``profile.*`` do shape it)
+NOT_GRID = ("experiment", "profile", "results_dir", "reference")
+NOT_GRID_GROUPS = ("runner", "hydra")
+
+
+def grid_overrides(overrides: Sequence[str]) -> list[str]:
+    """The command line's overrides that shape the grid (all but :data:`NOT_GRID` and
+    :data:`NOT_GRID_GROUPS`): what an ad-hoc run notes so the site can compose it again."""
+    keys = [o.split("=")[0].lstrip("+~") for o in overrides]
+    return [o for o, k in zip(overrides, keys, strict=True)
+            if k not in NOT_GRID and k.split(".")[0] not in NOT_GRID_GROUPS]
 
 
 def figure_specs(cfg: DictConfig) -> list[dict]:
@@ -771,10 +785,17 @@ class Grid:
     cfg: DictConfig
     specs: list[TrialSpec]
     refused: list[RefusedCell] = field(default_factory=list)
+    #: the overrides that make an ad-hoc grid (from its run note), empty as written
+    extra: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
         return str(self.cfg.experiment.name)
+
+    @property
+    def folder(self) -> str:
+        """``<experiment>-<profile>``, with ``-custom-<hash>`` for an ad-hoc grid."""
+        return f"{self.name}-{self.profile}{custom_suffix(self.cfg) if self.extra else ''}"
 
     @property
     def profile(self) -> str:
@@ -798,29 +819,31 @@ class Workspace:
         self.overrides = list(overrides)
         self.cfg = compose_config(self.overrides)
         self.store = store_of(self.cfg)
-        self._configs: dict[tuple[str | None, str | None], DictConfig] = {}
-        self._grids: dict[tuple[str | None, str | None], Grid] = {}
+        self._configs: dict[tuple[str | None, str | None, tuple[str, ...]], DictConfig] = {}
+        self._grids: dict[tuple[str | None, str | None, tuple[str, ...]], Grid] = {}
 
-    def compose(self, experiment: str | None = None, profile: str | None = None
-                ) -> DictConfig:
-        """The command's config with ``experiment=`` / ``profile=`` set (None: as given)."""
-        key = (experiment, profile)
+    def compose(self, experiment: str | None = None, profile: str | None = None,
+                extra: Sequence[str] = ()) -> DictConfig:
+        """The command's config with ``experiment=`` / ``profile=`` set (None: as given)
+        and ``extra`` overrides after them (an ad-hoc grid's, from its run note)."""
+        key = (experiment, profile, tuple(extra))
         if key not in self._configs:
-            extra = [*([] if experiment is None else [f"experiment={experiment}"]),
-                     *([] if profile is None else [f"profile={profile}"])]
-            self._configs[key] = compose_config([*self.overrides, *extra]) if extra \
+            more = [*([] if experiment is None else [f"experiment={experiment}"]),
+                    *([] if profile is None else [f"profile={profile}"]), *extra]
+            self._configs[key] = compose_config([*self.overrides, *more]) if more \
                 else self.cfg
         return self._configs[key]
 
-    def grid(self, experiment: str | None = None, profile: str | None = None) -> Grid:
+    def grid(self, experiment: str | None = None, profile: str | None = None,
+             extra: Sequence[str] = ()) -> Grid:
         """The grid of :meth:`compose`'s config, expanded once (an arena's cells the grid
         refuses listed; the data's refusals are :func:`preflight`'s, asked where needed)."""
-        key = (experiment, profile)
+        key = (experiment, profile, tuple(extra))
         if key not in self._grids:
-            cfg = self.compose(experiment, profile)
+            cfg = self.compose(experiment, profile, extra)
             specs, refused = arena_grid(cfg, data=False) if cfg.experiment.get("arena") \
                 else (grid(cfg), [])
-            self._grids[key] = Grid(cfg, specs, refused)
+            self._grids[key] = Grid(cfg, specs, refused, tuple(extra))
         return self._grids[key]
 
     def held(self, g: Grid) -> int:

@@ -50,7 +50,8 @@ def boards(results_dir: Path) -> tuple[dict[str, list[Board]], list[str]]:
             if rec is not None and rec.get("status") == "ok":
                 dates.append(str(rec.get("finished_at", ""))[:10])
                 hosts[str(rec.get("cpu") or rec.get("host"))] += 1
-    when = ([f"{min(dates)} to {max(dates)}"] if dates else []) + \
+    per_cell = sorted({b[0].header.trials for b in out.values() if b})
+    when = per_cell + ([f"{min(dates)} to {max(dates)}"] if dates else []) + \
         [f"{n} on {h}" for h, n in hosts.most_common()]
     return out, when
 

@@ -36,7 +36,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -231,6 +231,9 @@ def lease_alive(info: dict[str, Any], now: float) -> bool:
         return False
 
 
+#: the mark of an ad-hoc grid's folders and run notes (``<name>-<profile>-custom-<hash>``)
+CUSTOM = "-custom-"
+
 #: records remembered by :meth:`ResultStore.read` (path -> (file version, parsed)), and the
 #: most kept; :data:`FILE_READS` counts the reads of each record file in this process (the
 #: read-once test reads it)
@@ -259,14 +262,18 @@ class ResultStore:
 
     # --- runs ----------------------------------------------------------------------------------
 
-    def mark_run(self, experiment: str, profile: str, trials: int) -> None:
+    def mark_run(self, experiment: str, profile: str, trials: int, *, suffix: str = "",
+                 overrides: Sequence[str] = ()) -> None:
         """Note that a run of ``experiment``'s ``profile`` grid (``trials`` trials) started,
         so ``figures`` can tell a grid that was run (and may be partial) from one whose
-        trials are stored only because other experiments share them."""
+        trials are stored only because other experiments share them. An ad-hoc grid (one
+        changed on the command line) is noted apart, under its ``-custom-<hash>``
+        ``suffix``, with the ``overrides`` that make it, so the site can show it too."""
         info = {"experiment": experiment, "profile": profile, "trials": trials,
-                "started_at": datetime.now(UTC).isoformat(), **machine(), "pid": os.getpid()}
+                "overrides": list(overrides), "started_at": datetime.now(UTC).isoformat(),
+                **machine(), "pid": os.getpid()}
         self.runs_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(self.runs_dir / f"{experiment}@{profile}.json",
+        atomic_write_bytes(self.runs_dir / f"{experiment}@{profile}{suffix}.json",
                            json.dumps(info, sort_keys=True).encode())
 
     def was_run(self, experiment: str, profile: str) -> bool:
@@ -274,14 +281,33 @@ class ResultStore:
         does the reference behind the store publish it)?"""
         return (experiment, profile) in self.runs()
 
+    def _run_files(self) -> list[Path]:
+        return sorted(self.runs_dir.glob("*@*.json")) if self.runs_dir.is_dir() else []
+
     def runs(self) -> list[tuple[str, str]]:
-        """Every (experiment, profile) grid a ``dpbench run`` started here, and every grid
-        the reference behind the store publishes, sorted."""
-        here = set() if not self.runs_dir.is_dir() else {
-            tuple(p.stem.rsplit("@", 1)) for p in self.runs_dir.glob("*@*.json")}
+        """Every (experiment, profile) grid as written that a ``dpbench run`` started here,
+        and every grid the reference behind the store publishes, sorted."""
+        here = {tuple(p.stem.rsplit("@", 1)) for p in self._run_files()
+                if CUSTOM not in p.stem.rsplit("@", 1)[1]}
         if self.reference is not None:
             here |= {tuple(g.rsplit("@", 1)) for g in self.reference.manifest().get("grids", {})}
         return sorted(here)
+
+    def custom_runs(self) -> list[tuple[str, str, list[str]]]:
+        """Every ad-hoc grid a ``dpbench run`` started here: (experiment, profile, the
+        command line's overrides that make it), in file name order; a note that cannot be
+        read is skipped (the grids as written are unaffected)."""
+        out = []
+        for p in self._run_files():
+            if CUSTOM not in p.stem.rsplit("@", 1)[1]:
+                continue
+            try:
+                info = json.loads(p.read_text())
+                out.append((str(info["experiment"]), str(info["profile"]),
+                            [str(o) for o in info.get("overrides", [])]))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return out
 
     # --- refused cells (runner/refusals.py) ----------------------------------------------------
 

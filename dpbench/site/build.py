@@ -138,9 +138,10 @@ def unit_of(frame: pd.DataFrame) -> str:
 
 
 def write_trials(frame: pd.DataFrame, page: Page, folder: Path) -> Path:
-    """``<folder>/trials.csv``: the page's trials with its experiment and profile."""
+    """``<folder>/trials.csv``: the page's trials with its experiment, profile and, for an
+    ad-hoc grid, the overrides that made it (``ad_hoc``)."""
     folder.mkdir(parents=True, exist_ok=True)
-    out = frame.assign(experiment=page.experiment, profile=page.profile)
+    out = frame.assign(experiment=page.experiment, profile=page.profile, ad_hoc=page.custom)
     path = folder / TRIALS_CSV
     out.to_csv(path, index=False)
     return path
@@ -255,7 +256,8 @@ def write_index(out: Path, papers: Sequence[Paper], experiments: Mapping[str, st
 
 def write_data(out: Path, pages: Sequence[Page]) -> list[Path]:
     """``data/trials.csv`` and ``data/trials.parquet``: every page's ``trials.csv``, one
-    frame with ``experiment`` and ``profile`` columns."""
+    frame with ``experiment`` and ``profile`` columns; a trial on both an experiment's page
+    and an ad-hoc page of it is one row (the page as written; ``ad_hoc`` empty)."""
     frames = []
     for p in pages:
         path = out / p.folder / TRIALS_CSV
@@ -268,6 +270,9 @@ def write_data(out: Path, pages: Sequence[Page]) -> list[Path]:
     data.mkdir(parents=True, exist_ok=True)
     frame = pd.concat(frames, ignore_index=True, sort=False) if frames else pd.DataFrame(
         columns=["experiment", "profile"])
+    if "key" in frame and "ad_hoc" in frame:
+        frame = frame.sort_values("ad_hoc", na_position="first", kind="stable").drop_duplicates(
+            ["key", "experiment", "profile"]).sort_index()
     first = ["experiment", "profile"]
     frame = frame[first + [c for c in frame.columns if c not in first]]
     csv, parquet = data / "trials.csv", data / "trials.parquet"

@@ -72,11 +72,13 @@ def build_page(g: workspace.Grid, store: ResultStore, out: Path, fp: str) -> Pag
     tables, board and ``index.html``) and save it with its fingerprint ``fp``."""
     cfg, specs, refused = g.cfg, g.specs, g.refused
     name, profile, arena = g.name, g.profile, g.arena
-    folder = out / f"{name}-{profile}"
+    folder = out / g.folder
     version = version_text()
     shutil.rmtree(folder, ignore_errors=True)     # derived files only: the store is untouched
     folder.mkdir(parents=True)
     origin = workspace.origin_text(cfg, specs)
+    if g.extra:             # an ad-hoc grid: said wherever the page's origin is
+        origin += f"; ad hoc: {' '.join(g.extra)}"
     ctx = build.common("../", papers(), version)
     if arena:   # the board `leaderboard` wrote, copied when current, else drawn here
         board, specs, paths = workspace.page_board(cfg, store, specs, refused, folder)
@@ -94,12 +96,12 @@ def build_page(g: workspace.Grid, store: ResultStore, out: Path, fp: str) -> Pag
         paths = paths or []
     page = Page(ARENA if arena else EXPERIMENT, name, profile,
                 None if arena else cfg.experiment.get("paper"), description("experiment", name),
-                f"{name}-{profile}", ok, len(specs), failed,
+                g.folder, ok, len(specs), failed,
                 [s.text(build.unit_of(frame)) for s in marked],
                 claim_counts(folder / "claims.json"),
                 alerts(frame) if not frame.empty else [],
                 [n for n in (budget_note(frame), neighbours_note(frame)) if n]
-                if not frame.empty else [], prov)
+                if not frame.empty else [], prov, " ".join(g.extra))
     if arena:
         build.write_arena_page(page, folder, board, frame, paths, ctx)
     else:
@@ -155,16 +157,29 @@ def _build_site(ws: workspace.Workspace, out: Path) -> int:
     """:func:`cmd_site` once its output folder is known to be writable."""
     overrides, base, store = ws.overrides, ws.cfg, ws.store
     names = set(choices("experiment"))
-    runs = [(e, p) for e, p in store.runs() if e in names
-            and (not workspace.given(overrides, "experiment") or e == base.experiment.name)
-            and (not workspace.given(overrides, "profile") or p == base.profile.name)]
+    def wanted(e: str, p: str) -> bool:
+        return e in names \
+            and (not workspace.given(overrides, "experiment") or e == base.experiment.name) \
+            and (not workspace.given(overrides, "profile") or p == base.profile.name)
+
+    # the grids as written, then the ad-hoc ones (their run notes keep their overrides),
+    # unless the site itself is asked for a changed grid (its pages are that grid then)
+    custom = [] if workspace.grid_overrides(overrides) else store.custom_runs()
+    runs = [(e, p, ()) for e, p in store.runs() if wanted(e, p)] + \
+        [(e, p, tuple(o)) for e, p, o in custom if wanted(e, p)]
     version = version_text()
     pages: dict[int, Page] = {}
     stale: list[tuple[int, workspace.Grid, str]] = []
-    for i, (experiment, profile) in enumerate(runs):
-        g = ws.grid(experiment, profile)
+    grids = []
+    for experiment, profile, extra in runs:
+        try:
+            grids.append(ws.grid(experiment, profile, extra))
+        except workspace.UserError as exc:   # an ad-hoc grid the code no longer composes
+            print(f"note: ad-hoc run of {experiment} ({' '.join(extra)}) not shown: {exc}",
+                  file=sys.stderr)
+    for i, g in enumerate(grids):
         fp = page_fingerprint(g, store)
-        cached = Page.load(out / f"{experiment}-{profile}", fp)
+        cached = Page.load(out / g.folder, fp)
         if cached is None:
             stale.append((i, g, fp))
         else:
@@ -182,7 +197,7 @@ def _build_site(ws: workspace.Workspace, out: Path) -> int:
             pages[i] = page
             bar.advance(task)
     rebuilt = len(stale)
-    pages = [pages[i] for i in range(len(runs))]
+    pages = [pages[i] for i in range(len(grids))]
     experiments = {n: None if workspace.is_arena(n)
                    else str(workspace.experiment_field(n, "paper") or "") for n in sorted(names)}
     build.write_index(out, papers(), experiments,

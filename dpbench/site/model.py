@@ -54,6 +54,9 @@ class Page:
     alerts: list[str]                    # privacy facts a reader must see first
     notes: list[str]                     # relation / budget statements
     provenance: Provenance
+    #: an ad-hoc grid's overrides (``dpbench run`` with the grid changed on the command
+    #: line), empty for a grid as written
+    custom: str = ""
 
     @property
     def complete(self) -> bool:

@@ -92,8 +92,9 @@ def test_the_demo_runs_the_methods_the_readme_lists() -> None:
 
 
 def test_the_arena_boards_trials_per_cell_are_what_plan_prints() -> None:
-    """"What the default boards said (..., 3 trials per cell": each arena's default grid."""
-    stated = re.search(r"What the default boards said \([^)]*?(\d+) trials per cell", README)
+    """The README's arena lines ("Trials: default profile, 3 trials per cell; ..."): each
+    arena's default grid."""
+    stated = re.search(r"Trials: default profile, (\d+) trials per cell", README)
     assert stated, "the README no longer states the boards' trials per cell"
     for arena in ("arena_classification", "arena_regression", "arena_synthetic"):
         assert f"trials per cell: {stated.group(1)}" in plan(f"experiment={arena}"), arena
