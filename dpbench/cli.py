@@ -21,7 +21,6 @@ from omegaconf import DictConfig
 from dpbench import compile_cache, lazy
 from dpbench.report.fingerprint import FINGERPRINT_FILE
 from dpbench.roots import version_text  # noqa: F401  (cli.version_text)
-from dpbench.runner import local, slurm
 from dpbench.runner.execute import FAILED_ELSEWHERE
 from dpbench.runner.grid import choices
 from dpbench.runner.reference import shipped
@@ -64,6 +63,9 @@ from dpbench.workspace import (
     write_boards,
 )
 
+# the runners (joblib, rich; submitit): imported by the commands that run or ask SLURM
+local = lazy.module("dpbench.runner.local")
+slurm = lazy.module("dpbench.runner.slurm")
 # the report's readers (pandas, matplotlib, scipy): imported by the commands that read results
 claims_engine = lazy.module("dpbench.report.claims.engine")
 compare_report = lazy.module("dpbench.report.compare")

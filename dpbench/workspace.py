@@ -70,7 +70,6 @@ from dpbench.runner.grid import (
 from dpbench.runner.reference import shipped
 from dpbench.runner.reference_costs import read_reference, reference_files, summary
 from dpbench.runner.schema import figure_fields, unknown
-from dpbench.runner.slurm import SlurmSettings
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import CORRUPT, CUSTOM, OK, Damage, ResultStore
 from dpbench.tasks import TASKS
@@ -88,6 +87,7 @@ report_build = lazy.module("dpbench.report.build")
 report_frame = lazy.module("dpbench.report.frame")
 report_leaderboard = lazy.module("dpbench.report.leaderboard")
 report_privacy = lazy.module("dpbench.report.privacy")
+slurm = lazy.module("dpbench.runner.slurm")      # submitit: for `runner=slurm` only
 
 #: the figure folder's list of the files it holds (what an unchanged folder prints)
 OUTPUTS_FILE = ".outputs"
@@ -489,7 +489,7 @@ def plan_cost(cfg: DictConfig, specs: Sequence[TrialSpec], todo: Sequence[TrialS
     cost = grid_cost(specs, todo, store, *reference_of(cfg))
     if cfg.runner.name != "slurm":
         return cost_lines(cost, workers=local_workers(int(cfg.runner.n_jobs)), brief=brief)
-    s = SlurmSettings.from_cfg(cfg.runner)
+    s = slurm.SlurmSettings.from_cfg(cfg.runner)
     limits = SlurmLimits(s.timeout_min, s.mem_gb, s.trials_per_task, s.array_parallelism)
     return cost_lines(cost, slurm=limits, brief=brief)
 
