@@ -63,6 +63,7 @@ def nonprivate_posterior(X: NDArray, y: NDArray, spec: BaselineSpec, *,
 
     def build() -> tuple[dict[str, np.ndarray], dict]:
         key = _jax.jax.random.PRNGKey(int(fp[:8], 16) % 2**31)
+        # not privacy noise: MCMC draws of the non-private reference posterior
         d = sampling.sample(models.nonprivate, key, spec.settings, (X, y, spec.norm_bound_sq),
                    glm=spec.glm, prior=spec.prior)
         return {"theta": d.theta, "rhat": np.asarray(d.rhat)}, {"diagnostics": d.diagnostics}

@@ -114,6 +114,7 @@ class NoiseAwareGLM(LinearModel):
                                                  R=p["R"], R_y=p["R_y"], outside=p["outside"])
         program = moments.build_program(p["glm"], data.d, **self.options)
         r = self.release_
+        # not privacy noise: MCMC draws of the posterior given the released statistics
         self.draws_: Draws = sampling.sample(
             models.noise_aware, _jax.key_from(rng), self.settings,
             (r.z, r.n, r.sigma, self.norm_bound_sq_),
