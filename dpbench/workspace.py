@@ -736,21 +736,27 @@ def board_digest(cfg: DictConfig, specs: Sequence[TrialSpec], store: ResultStore
                    "refused": [list(r) for r in refused]})
 
 
-def current_board(cfg: DictConfig, built_from: str) -> tuple[Board, list[Path]] | None:
-    """The primary board ``leaderboard`` wrote for the grid (read from its ``board.json``)
-    and its files, if it was built from what ``built_from`` (:func:`board_digest`)
-    describes, else None."""
+def current_board_files(cfg: DictConfig, built_from: str) -> list[Path] | None:
+    """The files of the primary board ``leaderboard`` wrote for the grid, if it was built
+    from what ``built_from`` (:func:`board_digest`) describes, else None."""
     folder = board_dir(cfg)
     listed = folder / OUTPUTS_FILE
     if not (listed.is_file() and is_current(folder, built_from)):
         return None
     paths = [folder / name for name in listed.read_text().splitlines() if name]
-    if not all(p.is_file() for p in paths):
+    return paths if all(p.is_file() for p in paths) else None
+
+
+def current_board(cfg: DictConfig, built_from: str) -> tuple[Board, list[Path]] | None:
+    """:func:`current_board_files` with the board they show (read from its ``board.json``)."""
+    paths = current_board_files(cfg, built_from)
+    if paths is None:
         return None
     try:
-        return report_leaderboard.from_json((folder / "board.json").read_text()), paths
+        board = report_leaderboard.from_json((board_dir(cfg) / "board.json").read_text())
     except (OSError, ValueError, TypeError, KeyError):
         return None
+    return board, paths
 
 
 def arena_boards(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
@@ -925,9 +931,9 @@ def write_boards(ws: Workspace, names: Sequence[str | None], profiles: Sequence[
             require_writable(out, g.cfg)
             refused = all_refused(g.cfg, ws.store, g.specs, g.refused)
             built_from = board_digest(g.cfg, g.specs, ws.store, refused)
-            kept = current_board(g.cfg, built_from)
+            kept = current_board_files(g.cfg, built_from)   # no board read: no scipy import
             if kept is not None:
-                written += kept[1]
+                written += kept
                 unchanged.append(f"{g.name} ({g.profile})")
                 continue
             (out / FINGERPRINT_FILE).unlink(missing_ok=True)  # stale until the boards end
