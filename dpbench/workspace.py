@@ -14,6 +14,7 @@ this module gives it. Nothing here imports either of them.
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import sys
 import tempfile
@@ -24,13 +25,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import hydra
+import omegaconf
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from dpbench import lazy
-from dpbench.data.files import DataError, MissingDownload
+from dpbench.artifacts import atomic_write_bytes
+from dpbench.checksum import BadSeal, seal, unseal
+from dpbench.data.files import DataError, MissingDownload, data_root
 from dpbench.report.figure_keys import check_figure
 from dpbench.report.fingerprint import (
     FINGERPRINT_FILE,
@@ -827,6 +832,10 @@ class Workspace:
         self.store = store_of(self.cfg)
         self._configs: dict[tuple[str | None, str | None, tuple[str, ...]], DictConfig] = {}
         self._grids: dict[tuple[str | None, str | None, tuple[str, ...]], Grid] = {}
+        #: a folder where each grid, once composed and expanded, is kept between commands
+        #: (:func:`kept_grid`; the site's), None: composed afresh in every command
+        self.keep: Path | None = None
+        self._tree: str | None = None
 
     def compose(self, experiment: str | None = None, profile: str | None = None,
                 extra: Sequence[str] = ()) -> DictConfig:
@@ -845,11 +854,24 @@ class Workspace:
         """The grid of :meth:`compose`'s config, expanded once (an arena's cells the grid
         refuses listed; the data's refusals are :func:`preflight`'s, asked where needed)."""
         key = (experiment, profile, tuple(extra))
-        if key not in self._grids:
-            cfg = self.compose(experiment, profile, extra)
-            specs, refused = arena_grid(cfg, data=False) if cfg.experiment.get("arena") \
-                else (grid(cfg), [])
-            self._grids[key] = Grid(cfg, specs, refused, tuple(extra))
+        if key in self._grids:
+            return self._grids[key]
+        more = [*([] if experiment is None else [f"experiment={experiment}"]),
+                *([] if profile is None else [f"profile={profile}"]), *extra]
+        if self.keep is not None and self._tree is None:
+            self._tree = tree_state()      # once: the conf and data files do not change
+        kept = None if self.keep is None or not more else \
+            kept_grid(self.keep, [*self.overrides, *more], self._tree)
+        if kept is not None:
+            self._configs[key] = kept.cfg
+            self._grids[key] = Grid(kept.cfg, kept.specs, kept.refused, tuple(extra))
+            return self._grids[key]
+        cfg = self.compose(experiment, profile, extra)
+        specs, refused = arena_grid(cfg, data=False) if cfg.experiment.get("arena") \
+            else (grid(cfg), [])
+        self._grids[key] = Grid(cfg, specs, refused, tuple(extra))
+        if self.keep is not None and more:
+            keep_grid(self.keep, [*self.overrides, *more], self._tree, self._grids[key])
         return self._grids[key]
 
     def held(self, g: Grid) -> int:
@@ -860,6 +882,65 @@ class Workspace:
         """Move the grid's damaged records aside; one line each (:func:`set_aside`)."""
         names = g.names()
         return list(set_aside(self.store, self.store.damaged(names), names).values())
+
+
+#: the header of a kept grid's file (``checksum.seal``: checked before it is unpickled)
+KEPT_TAG = b"dpbench-grid 1\n"
+
+
+def _stats(files: Sequence[Path]) -> list[str]:
+    out = []
+    for f in sorted(set(files)):
+        try:
+            st = f.stat()
+            out.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            out.append(f"{f}:-")
+    return out
+
+
+def tree_state() -> str:
+    """A digest of what composing and expanding any grid reads beyond its overrides:
+    dpbench's code (``runner.refusals.code_digest``), Hydra's and OmegaConf's versions, and
+    the size and modification time of every file under each root's ``conf/`` and under the
+    data root."""
+    files = [f for d in [*conf_dirs(), data_root()] if d.is_dir() for f in d.rglob("*")
+             if f.is_file()]
+    return digest({"code": refusals.code_digest(), "hydra": hydra.__version__,
+                   "omegaconf": omegaconf.__version__, "files": _stats(files)})
+
+
+def grid_inputs(overrides: Sequence[str], tree: str) -> str:
+    """A digest of what composing and expanding a grid from ``overrides`` reads: the
+    overrides, ``tree`` (:func:`tree_state`) and the stat of each file an override names."""
+    named = [Path(v) for v in (o.partition("=")[2] for o in overrides) if v and Path(v).is_file()]
+    return digest({"overrides": list(overrides), "tree": tree, "named": _stats(named)})
+
+
+def _kept_path(folder: Path, overrides: Sequence[str]) -> Path:
+    return folder / f"{digest(list(overrides))[:24]}.grid"
+
+
+def kept_grid(folder: Path, overrides: Sequence[str], tree: str) -> Grid | None:
+    """The grid :func:`keep_grid` kept in ``folder`` for ``overrides`` while nothing it was
+    composed and expanded from changed (:func:`grid_inputs`), else None (also for a file
+    that is damaged: its seal is checked before it is unpickled)."""
+    try:
+        blob = _kept_path(folder, overrides).read_bytes()
+        built_from, cfg, specs, refused = pickle.loads(unseal(KEPT_TAG, blob))
+    except (OSError, BadSeal, pickle.UnpicklingError, ValueError, TypeError, EOFError):
+        return None
+    if built_from != grid_inputs(overrides, tree):
+        return None
+    return Grid(cfg, specs, [RefusedCell(*r) for r in refused])
+
+
+def keep_grid(folder: Path, overrides: Sequence[str], tree: str, g: Grid) -> None:
+    """Keep grid ``g`` composed from ``overrides`` in ``folder`` (atomically, sealed), with
+    the digest of what it comes from (:func:`grid_inputs`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    payload = (grid_inputs(overrides, tree), g.cfg, g.specs, [tuple(r) for r in g.refused])
+    atomic_write_bytes(_kept_path(folder, overrides), seal(KEPT_TAG, pickle.dumps(payload)))
 
 
 @dataclass(frozen=True)

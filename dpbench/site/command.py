@@ -149,6 +149,7 @@ def cmd_site(overrides: Sequence[str]) -> int:
     ws = workspace.Workspace(overrides)
     out = Path(ws.cfg.results_dir) / "site"
     workspace.require_writable(out, ws.cfg)
+    ws.keep = out / ".grids"      # a warm site composes and expands no grid again
     with workspace.stops_when_full(out, workspace.SITE_FULL):
         return _build_site(ws, out)
 
