@@ -56,6 +56,16 @@ def run_cli(*args: str, env: dict[str, str | None] | None = None,
     return proc
 
 
+def stored_runs(tmp_path_factory: pytest.TempPathFactory, name: str,
+                *grids: list[str]) -> Path:
+    """A results folder (in a new temporary folder ``name``) holding ``dpbench run`` of
+    each of ``grids``: the store of a module's fixture."""
+    results = tmp_path_factory.mktemp(name) / "results"
+    for grid in grids:
+        run_cli("run", *grid, f"results_dir={results}", "runner.progress=false", check=True)
+    return results
+
+
 def finished_run(results: Path, grid: list[str], n: int) -> Path:
     """``dpbench run *grid`` into ``results``, which must then hold ``n`` records: the
     reference run of the fault tests."""

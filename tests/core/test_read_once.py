@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import stored_runs
 
 from dpbench.entry import main
 from dpbench.runner import store as store_module
@@ -24,10 +24,7 @@ ARENA = ["experiment=arena_regression", "profile=smoke", "methods=[mean,ssp]"]
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    results = tmp_path_factory.mktemp("read_once") / "results"
-    for grid in (PAPER, ARENA):
-        run_cli("run", *grid, f"results_dir={results}", "runner.progress=false", check=True)
-    return results
+    return stored_runs(tmp_path_factory, "read_once", PAPER, ARENA)
 
 
 @pytest.mark.parametrize("argv", [["plan", *PAPER], ["status", *PAPER], ["figures", *PAPER],

@@ -15,8 +15,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import stored_runs
 
+# the command modules first: one imported while a test replaces a workspace function would
+# keep the replacement (``from dpbench.workspace import ...``) for every later test
+import dpbench.cli  # noqa: F401
+import dpbench.site.command  # noqa: F401
 from dpbench import workspace
 from dpbench.entry import main
 from dpbench.runner import refusals
@@ -30,9 +34,7 @@ DATA_REASON = "full-domain histogram"
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    results = tmp_path_factory.mktemp("refusals") / "results"
-    run_cli("run", *ARENA, f"results_dir={results}", "runner.progress=false", check=True)
-    return results
+    return stored_runs(tmp_path_factory, "refusals", ARENA)
 
 
 @pytest.fixture()
