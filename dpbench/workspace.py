@@ -885,7 +885,7 @@ class Workspace:
 
 
 #: the header of a kept grid's file (``checksum.seal``: checked before it is unpickled)
-KEPT_TAG = b"dpbench-grid 1\n"
+KEPT_TAG = b"dpbench-grid 2\n"
 
 
 def _stats(files: Sequence[Path]) -> list[str]:
@@ -926,11 +926,16 @@ def kept_grid(folder: Path, overrides: Sequence[str], tree: str) -> Grid | None:
     composed and expanded from changed (:func:`grid_inputs`), else None (also for a file
     that is damaged: its seal is checked before it is unpickled)."""
     try:
-        blob = _kept_path(folder, overrides).read_bytes()
-        built_from, cfg, specs, refused = pickle.loads(unseal(KEPT_TAG, blob))
-    except (OSError, BadSeal, pickle.UnpicklingError, ValueError, TypeError, EOFError):
+        built_from, _, kept = unseal(KEPT_TAG, _kept_path(folder, overrides).read_bytes()
+                                     ).partition(b"\n")
+    except (OSError, BadSeal):
         return None
-    if built_from != grid_inputs(overrides, tree):
+    if built_from.decode(errors="replace") != grid_inputs(overrides, tree):
+        return None          # stale: never unpickled (e.g. written by another OmegaConf)
+    try:
+        cfg, specs, refused = pickle.loads(kept)
+    except (pickle.UnpicklingError, ValueError, TypeError, EOFError, AttributeError,
+            ImportError):
         return None
     return Grid(cfg, specs, [RefusedCell(*r) for r in refused])
 
@@ -939,8 +944,9 @@ def keep_grid(folder: Path, overrides: Sequence[str], tree: str, g: Grid) -> Non
     """Keep grid ``g`` composed from ``overrides`` in ``folder`` (atomically, sealed), with
     the digest of what it comes from (:func:`grid_inputs`)."""
     folder.mkdir(parents=True, exist_ok=True)
-    payload = (grid_inputs(overrides, tree), g.cfg, g.specs, [tuple(r) for r in g.refused])
-    atomic_write_bytes(_kept_path(folder, overrides), seal(KEPT_TAG, pickle.dumps(payload)))
+    kept = pickle.dumps((g.cfg, g.specs, [tuple(r) for r in g.refused]))
+    atomic_write_bytes(_kept_path(folder, overrides),
+                       seal(KEPT_TAG, grid_inputs(overrides, tree).encode() + b"\n" + kept))
 
 
 @dataclass(frozen=True)
