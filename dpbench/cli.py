@@ -98,10 +98,9 @@ def _run(cfg: DictConfig, overrides: Sequence[str]) -> int:
     todo = pending(specs, store)
     name = cfg.experiment.name
     store.mark_run(name, cfg.profile.name, len(specs))
-    suffix = custom_suffix(cfg)
-    if suffix:          # an ad-hoc grid is noted apart too, with what makes it (the site)
-        store.mark_run(name, cfg.profile.name, len(specs), suffix=suffix,
-                       overrides=grid_overrides(overrides))
+    suffix, changed = custom_suffix(cfg), grid_overrides(overrides)
+    if suffix and changed:   # an ad-hoc grid is noted apart too, with what makes it (site)
+        store.mark_run(name, cfg.profile.name, len(specs), suffix=suffix, overrides=changed)
     print(f"{name}: {len(specs)} trials, {len(specs) - len(todo)} already done, "
           f"{len(todo)} to run (store: {store.root})")
     if not todo:

@@ -167,7 +167,7 @@ def _build_site(ws: workspace.Workspace, out: Path) -> int:
     # unless the site itself is asked for a changed grid (its pages are that grid then)
     custom = [] if workspace.grid_overrides(overrides) else store.custom_runs()
     runs = [(e, p, ()) for e, p in store.runs() if wanted(e, p)] + \
-        [(e, p, tuple(o)) for e, p, o in custom if wanted(e, p)]
+        [(e, p, tuple(o)) for e, p, o in custom if o and wanted(e, p)]
     version = version_text()
     pages: dict[int, Page] = {}
     stale: list[tuple[int, workspace.Grid, str]] = []
