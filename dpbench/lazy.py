@@ -12,6 +12,12 @@ The declarations are imports all the same: the architecture test
 import graph (the layers and the no-cycle rule apply to it), and counts them. An import
 statement inside a function body is what this replaces: the dependency is stated once, at
 the top, where a reader looks for it.
+
+Why not the standard library's ``importlib.util.LazyLoader``: it puts a placeholder module
+into ``sys.modules`` at declaration, so every other importer of that module, anywhere in
+the process, gets the deferred object too (a global side effect, and one the stdlib docs
+advise against for general use); a :class:`Deferred` is local to the module that declares
+it, and everyone else imports as usual.
 """
 
 from __future__ import annotations
