@@ -23,6 +23,7 @@ from dpbench.report.privacy import alerts, budget_note, neighbours_note
 from dpbench.roots import paper_dir, papers_dirs, version_text
 from dpbench.runner.grid import choices
 from dpbench.runner.local import progress_bar
+from dpbench.runner.reference import Reference
 from dpbench.runner.store import ResultStore
 from dpbench.site import build
 from dpbench.site.html import TEMPLATES
@@ -123,12 +124,15 @@ def reused_figures(cfg: DictConfig, specs: list, store: ResultStore, folder: Pat
     return [Path(shutil.copy2(p, folder / p.name)) for p in drawn]
 
 
-def _build_in_worker(g: workspace.Grid, store_root: str, out: str, fp: str) -> Page:
-    """:func:`build_page` in a worker process (headless plotting, its own store handle)."""
+def _build_in_worker(g: workspace.Grid, store_root: str, reference: str | None, out: str,
+                     fp: str) -> Page:
+    """:func:`build_page` in a worker process (headless plotting, its own store handle,
+    with the same reference results behind it as the command's)."""
     import matplotlib
 
     matplotlib.use("Agg")
-    return build_page(g, ResultStore(store_root), Path(out), fp)
+    store = ResultStore(store_root, Reference(reference) if reference else None)
+    return build_page(g, store, Path(out), fp)
 
 
 def site_workers(overrides: Sequence[str], cfg: DictConfig, stale: int) -> int:
@@ -191,8 +195,9 @@ def _build_site(ws: workspace.Workspace, out: Path) -> int:
         if workers == 1:
             built = (build_page(g, store, out, fp) for _, g, fp in stale)
         else:
+            reference = None if store.reference is None else str(store.reference.folder)
             built = Parallel(n_jobs=workers, return_as="generator")(
-                delayed(_build_in_worker)(g, str(store.root), str(out), fp)
+                delayed(_build_in_worker)(g, str(store.root), reference, str(out), fp)
                 for _, g, fp in stale)
         for (i, _, _), page in zip(stale, built, strict=True):
             pages[i] = page

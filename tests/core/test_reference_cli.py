@@ -50,6 +50,12 @@ def test_a_build_of_another_grid_keeps_the_first(fixture_reference: Path,
     grids = json.loads((out / "MANIFEST.json").read_text())["grids"]
     assert grids["exrisk_fig1@default"] == {"held": 5, "asked": 5}, grids
     assert grids["exrisk_holdout@default"]["held"] == 0, grids
+    # two pages, built by two worker processes: each reads the reference too
+    site = tmp_path / "site"
+    run_cli("site", f"results_dir={site}", "runner.n_jobs=2", "runner.progress=false",
+            env={"DPBENCH_REFERENCE": str(out)}, check=True)
+    page = json.loads((site / "site" / "exrisk_fig1-default" / "page.json").read_text())
+    assert page["trials_ok"] == 5, page["trials_ok"]
 
 
 def test_an_empty_store_reads_the_reference(fixture_reference: Path, tmp_path: Path) -> None:
