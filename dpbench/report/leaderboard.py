@@ -416,7 +416,8 @@ def spend(rows: pd.DataFrame) -> tuple[float | None, float | None]:
 
 def cell_row(cell: Cell, facts: CellFacts, rows: pd.DataFrame, rules: Rules) -> Row:
     """A cell's row before ranking: numbers of its ok trials (``rows``), status and note
-    (a private member spending under :data:`UNDERSPEND` of its budget is flagged)."""
+    (a private member spending under :data:`UNDERSPEND` of its budget is flagged; a
+    baseline, e.g. one that reads no private row, is not a member)."""
     dataset, method, eps = cell
     mean, se, n = mean_se(rows[rules.metric]) if rules.metric in rows else (math.nan,
                                                                            math.nan, 0)
@@ -424,7 +425,7 @@ def cell_row(cell: Cell, facts: CellFacts, rows: pd.DataFrame, rules: Rules) -> 
         "refused" if facts.refused else FAILED if facts.failed else "pending")
     spent, share = spend(rows)
     note = cell_note(facts, len(rows), n, rules)
-    if share is not None and share < UNDERSPEND:
+    if share is not None and share < UNDERSPEND and rules.role(method) == METHOD:
         note = "; ".join(filter(None, [f"spends {share:.0%} of its budget", note]))
     return Row(eps, dataset, facts.dataset_label, method, facts.method_label,
                rules.role(method), status, len(rows), facts.asked, n, finite(mean),

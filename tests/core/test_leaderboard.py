@@ -64,7 +64,8 @@ def record(s: TrialSpec, mse: float | None = None) -> dict:
     return {"key": s.key, "status": "ok", "spec": s.to_dict(),
             "metrics": {"mse": value(s.dataset, s.method, s.trial) if mse is None else mse},
             "privacy": {"target_delta": 1e-5, "target_epsilon": s.epsilon,
-                        "spent_epsilon": s.epsilon * (0.5 if s.method == "poor" else 1.0),
+                        "spent_epsilon": s.epsilon * (0.5 if s.method in ("poor", "mean")
+                                                      else 1.0),
                         "private": s.method != "original", "neighbours": "replace_one"},
             "timing": {"fit_s": fit(s.method, s.trial)},
             "peak_rss_mb": 100.0 + s.trial, "versions": {"numpy": "2.0.0", "python": "3.11"}}
@@ -181,6 +182,8 @@ def test_every_row_shows_its_spend_and_an_underspend_is_flagged(board) -> None:
     assert rows["poor"].spent_share == pytest.approx(0.5)
     assert "spends 50% of its budget" in rows["poor"].note
     assert rows["original"].spent is None
+    # the baseline spends half too: shown, not flagged (it is not a member)
+    assert rows["mean"].spent_share == pytest.approx(0.5) and "spends" not in rows["mean"].note
     texts = dict(zip([r.method for r in board[0].tables[0].rows],
                      lb.table_rows(board[0].tables[0]), strict=True))
     assert "0.5 / 1" in texts["poor"] and "1 / 1" in texts["good"]
