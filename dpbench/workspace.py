@@ -93,6 +93,7 @@ report_frame = lazy.module("dpbench.report.frame")
 report_leaderboard = lazy.module("dpbench.report.leaderboard")
 report_privacy = lazy.module("dpbench.report.privacy")
 slurm = lazy.module("dpbench.runner.slurm")      # submitit: for `runner=slurm` only
+joblib = lazy.module("joblib")                   # worker processes that draw
 
 #: the figure folder's list of the files it holds (what an unchanged folder prints)
 OUTPUTS_FILE = ".outputs"
@@ -987,6 +988,24 @@ def draw_figures(ws: Workspace, names: Sequence[str | None], profiles: Sequence[
     return drawn, skipped
 
 
+def drawing_workers(overrides: Sequence[str], cfg: DictConfig, jobs: int) -> int:
+    """Worker processes for ``jobs`` pieces of drawing (site pages, boards):
+    ``runner.n_jobs`` when given, else one per core (drawing is light on memory), never more
+    than the jobs."""
+    n = int(cfg.runner.n_jobs) if given(overrides, "runner.n_jobs") else -1
+    return max(1, min(jobs, (os.cpu_count() or 1) if n == -1 else n))
+
+
+def draw_boards(jobs: Sequence[tuple[Board, Path]], workers: int) -> list[list[Path]]:
+    """Each board's files (``report.board_files.write_board``) in its folder, ``workers``
+    at a time (matplotlib draws on one core: a board's plots are most of ``leaderboard``'s
+    time); the files of each, in order."""
+    if workers <= 1:
+        return [board_files.write_board(board, out) for board, out in jobs]
+    return joblib.Parallel(n_jobs=workers)(joblib.delayed(board_files.write_board)(board, out)
+                                           for board, out in jobs)
+
+
 def write_boards(ws: Workspace, names: Sequence[str | None], profiles: Sequence[str | None]
                  ) -> tuple[list[Path], list[str], list[str]]:
     """``dpbench leaderboard``'s boards: for each arena grid holding an ok trial (a grid
@@ -1000,6 +1019,7 @@ def write_boards(ws: Workspace, names: Sequence[str | None], profiles: Sequence[
     written: list[Path] = []
     skipped: list[str] = []
     unchanged: list[str] = []
+    todo: list[tuple[Path, str, dict[str, Board]]] = []   # (folder, built_from, boards)
     for name in names:
         for profile in profiles:
             g = ws.grid(name, profile)
@@ -1024,13 +1044,14 @@ def write_boards(ws: Workspace, names: Sequence[str | None], profiles: Sequence[
                 unchanged.append(f"{g.name} ({g.profile})")
                 continue
             (out / FINGERPRINT_FILE).unlink(missing_ok=True)  # stale until the boards end
-            boards = arena_boards(g.cfg, ws.store, g.specs, refused)[0]
-            for i, (metric, board) in enumerate(boards.items()):
-                # the primary metric's board is the arena's; one folder per other metric
-                files = board_files.write_board(board, out if i == 0 else out / metric)
-                if i == 0:
-                    primary = files
-                written += files
-            (out / OUTPUTS_FILE).write_text("".join(f"{p.name}\n" for p in primary))
-            mark_built(out, built_from)
+            todo.append((out, built_from, arena_boards(g.cfg, ws.store, g.specs, refused)[0]))
+    # the primary metric's board is the arena's; one folder per other metric
+    jobs = [(board, out if i == 0 else out / metric) for out, _, boards in todo
+            for i, (metric, board) in enumerate(boards.items())]
+    files = iter(draw_boards(jobs, drawing_workers(ws.overrides, ws.cfg, len(jobs))))
+    for out, built_from, boards in todo:
+        drawn = [next(files) for _ in boards]
+        written += [p for paths in drawn for p in paths]
+        (out / OUTPUTS_FILE).write_text("".join(f"{p.name}\n" for p in drawn[0]))
+        mark_built(out, built_from)
     return written, skipped, unchanged

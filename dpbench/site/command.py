@@ -6,7 +6,6 @@ fingerprint changed; then the index, the papers' pages and the data files
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 from collections.abc import Sequence
@@ -135,13 +134,6 @@ def _build_in_worker(g: workspace.Grid, store_root: str, reference: str | None, 
     return build_page(g, store, Path(out), fp)
 
 
-def site_workers(overrides: Sequence[str], cfg: DictConfig, stale: int) -> int:
-    """Worker processes for ``stale`` pages: ``runner.n_jobs`` when given, else one per core
-    (pages are plotting, light on memory), never more than the pages."""
-    n = int(cfg.runner.n_jobs) if workspace.given(overrides, "runner.n_jobs") else -1
-    return max(1, min(stale, (os.cpu_count() or 1) if n == -1 else n))
-
-
 def site(args: argparse.Namespace) -> int:
     """``dpbench site`` (``entry.COMMANDS``)."""
     return cmd_site(args.overrides)
@@ -189,7 +181,7 @@ def _build_site(ws: workspace.Workspace, out: Path) -> int:
             stale.append((i, g, fp))
         else:
             pages[i] = cached
-    workers = site_workers(overrides, base, len(stale))
+    workers = workspace.drawing_workers(overrides, base, len(stale))
     with progress_bar(disable=not base.runner.get("progress", True)) as bar:
         task = bar.add_task("site", total=len(stale), status=f"{workers} worker(s)")
         if workers == 1:
