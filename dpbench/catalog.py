@@ -11,17 +11,14 @@ from typing import Any
 
 from dpbench.runner.execute import import_object
 from dpbench.runner.grid import (
-    ARENA_AXIS,
     _merged_params,
     arena_members,
     arena_role,
-    choices,
     dataset_provides,
-    entries,
-    entry_name,
     experiment_entry,
     load_entry,
 )
+from dpbench.runner.schema import ARENA_AXIS, choices, entries, entry_name
 
 GROUPS = ("experiments", "methods", "datasets")
 

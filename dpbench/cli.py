@@ -22,8 +22,8 @@ from dpbench import compile_cache, lazy
 from dpbench.report.fingerprint import FINGERPRINT_FILE
 from dpbench.roots import version_text  # noqa: F401  (cli.version_text)
 from dpbench.runner.execute import FAILED_ELSEWHERE
-from dpbench.runner.grid import choices
 from dpbench.runner.reference import shipped
+from dpbench.runner.schema import choices
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK, ResultStore
 from dpbench.tasks import TASKS

@@ -58,23 +58,20 @@ from dpbench.runner.cost import (
 )
 from dpbench.runner.diskspace import full_line, is_full
 from dpbench.runner.execute import import_object, trial_ledger
-from dpbench.runner.grid import (
+from dpbench.runner.grid import RefusedCell, expand, expand_cells, experiment_entry, load_entry
+from dpbench.runner.reference import shipped
+from dpbench.runner.reference_costs import read_reference, reference_files, summary
+from dpbench.runner.schema import (
     ConfigError,
-    RefusedCell,
     check_settings,
     choices,
     conf_dir,
     did_you_mean,
     entries,
-    expand,
-    expand_cells,
-    experiment_entry,
-    load_entry,
+    figure_fields,
     top_level_keys,
+    unknown,
 )
-from dpbench.runner.reference import shipped
-from dpbench.runner.reference_costs import read_reference, reference_files, summary
-from dpbench.runner.schema import figure_fields, unknown
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import CORRUPT, CUSTOM, OK, Damage, ResultStore
 from dpbench.tasks import TASKS

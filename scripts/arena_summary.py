@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from dpbench.report.board_summary import leaders_markdown, summary_markdown  # noqa: E402
 from dpbench.report.leaderboard import Board  # noqa: E402
-from dpbench.runner.grid import choices  # noqa: E402
+from dpbench.runner.schema import choices  # noqa: E402
 from dpbench.workspace import Workspace, all_refused, arena_boards, is_arena  # noqa: E402
 
 PROFILE = "default"

@@ -22,7 +22,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dpbench.runner.grid import choices  # noqa: E402
 from dpbench.runner.reference import (  # noqa: E402
     ENV,
     Reference,
@@ -30,6 +29,7 @@ from dpbench.runner.reference import (  # noqa: E402
     stale_keys,
     write_reference,
 )
+from dpbench.runner.schema import choices  # noqa: E402
 from dpbench.workspace import compose_config, grid, store_of  # noqa: E402
 
 

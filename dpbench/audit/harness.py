@@ -48,7 +48,8 @@ from dpbench.methods.outputs import OUTPUT_KINDS
 from dpbench.privacy.accountant import Accountant, validate_budget
 from dpbench.privacy.lower_bound import LowerBound, epsilon_lower_bound
 from dpbench.runner.execute import import_object
-from dpbench.runner.grid import ConfigError, _merged_params, choices, did_you_mean, load_entry
+from dpbench.runner.grid import _merged_params, load_entry
+from dpbench.runner.schema import ConfigError, choices, did_you_mean
 
 GROUP = "audit"
 KEYS = ("method", "params", "epsilon", "delta", "samples", "data", "neighbour", "observable",

@@ -40,6 +40,7 @@ from dpbench.data.discrete import check_codes, read_discrete
 from dpbench.data.encoding import build_encoding, feature_bound
 from dpbench.data.files import DataError, MissingDownload, data_root, read_bytes
 from dpbench.data.prepared import check_pinned
+from dpbench.data.workloads import distinct
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,8 +86,7 @@ def _project(domain: Mapping[str, int], attributes: Sequence[str]) -> dict[str, 
     unknown = [a for a in attrs if a not in domain]
     if unknown:
         raise ValueError(f"attributes {unknown} are not in the data; valid: {', '.join(domain)}")
-    if len(set(attrs)) != len(attrs):
-        raise ValueError(f"attributes repeat a name: {attrs}")
+    attrs = distinct(attrs)
     return {a: int(domain[a]) for a in attrs}
 
 

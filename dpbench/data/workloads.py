@@ -100,6 +100,15 @@ def sample_cliques(cliques: Sequence[Clique], number: int, seed: int = 0) -> lis
     return [items[int(i)] for i in picks]
 
 
+def distinct(attributes: Iterable[str]) -> list[str]:
+    """``attributes`` as a list, refused (ValueError) when a name repeats: a marginal over
+    a repeated attribute would count one column twice."""
+    attrs = list(attributes)
+    if len(set(attrs)) != len(attrs):
+        raise ValueError(f"attributes repeat a name: {attrs}")
+    return attrs
+
+
 def build_workload(name: str, attributes: Sequence[str], target: str | None = None,
                    domain: Mapping[str, int] | None = None,
                    max_cells: int | None = None, *, number: int | None = None,
@@ -116,9 +125,7 @@ def build_workload(name: str, attributes: Sequence[str], target: str | None = No
     :func:`sample_cliques` with ``seed`` (None, the default, keeps all); the result is
     sorted as every workload is, so the draw decides which cliques, not their order.
     """
-    attrs = list(attributes)
-    if len(set(attrs)) != len(attrs):
-        raise ValueError(f"attributes repeat a name: {attrs}")
+    attrs = distinct(attributes)
     if name == "all_pairs":
         out = all_kway(attrs, 2)
     elif name == "all_triples":

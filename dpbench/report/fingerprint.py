@@ -16,7 +16,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from dpbench.roots import commit, paper_dir, version_text
-from dpbench.runner.grid import entries
+from dpbench.runner.schema import entries
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import ResultStore
 

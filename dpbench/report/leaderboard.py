@@ -69,7 +69,8 @@ from dpbench.report.frame import mean_se, method_name, results_frame
 from dpbench.report.privacy import RELATION_TEXT, alerts, group_note, stated_relation
 from dpbench.report.render import latex_table, markdown_table, sig_cell
 from dpbench.roots import commit
-from dpbench.runner.grid import ConfigError, arena_roles, load_entry
+from dpbench.runner.grid import arena_roles, load_entry
+from dpbench.runner.schema import ConfigError
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK, ResultStore
 from dpbench.tasks import TASKS

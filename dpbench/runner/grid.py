@@ -23,30 +23,22 @@ from omegaconf import DictConfig
 from dpbench.data.own import own_dataset
 from dpbench.privacy.relations import group_size
 from dpbench.runner.execute import import_object
-from dpbench.runner.schema import (  # the config tree and the refusals, also read from here
+from dpbench.runner.schema import (
     ARENA_AXIS,
-    BUDGET_UNITS,  # noqa: F401  (re-exported)
-    WORKERS_PER_CORE,  # noqa: F401  (re-exported)
     ConfigError,
     ExperimentSpec,
     RunConfig,
     axis_items,
-    check_budget,  # noqa: F401  (re-exported)
-    check_settings,  # noqa: F401  (re-exported)
     choices,
     conf_dir,
-    count,  # noqa: F401  (re-exported)
-    did_you_mean,  # noqa: F401  (re-exported)
     entries,
     entry_name,
     invalid,
-    max_workers,  # noqa: F401  (re-exported)
     not_among,
     not_set,
     read_yaml,
     run_config,
     sweep_map,
-    top_level_keys,  # noqa: F401  (re-exported)
     unknown,
     unknown_key,
 )

@@ -30,8 +30,8 @@ from typing import Any
 from dpbench.checksum import replace_file
 from dpbench.roots import paper_dir, papers_dirs
 from dpbench.runner.cost import artifact_of, record_mem_mb, record_seconds
-from dpbench.runner.grid import ConfigError, entries
 from dpbench.runner.reference import machine_text  # noqa: F401 (the export script's)
+from dpbench.runner.schema import ConfigError, entries
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import OK, is_number
 

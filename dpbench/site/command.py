@@ -20,9 +20,9 @@ from dpbench.report.build import build_report, finite_shortfalls
 from dpbench.report.fingerprint import config_text, fingerprint, report_files
 from dpbench.report.privacy import alerts, budget_note, neighbours_note
 from dpbench.roots import paper_dir, papers_dirs, version_text
-from dpbench.runner.grid import choices
 from dpbench.runner.local import progress_bar
 from dpbench.runner.reference import Reference
+from dpbench.runner.schema import choices
 from dpbench.runner.store import ResultStore
 from dpbench.site import build
 from dpbench.site.html import TEMPLATES

@@ -12,7 +12,8 @@ import pytest
 
 from dpbench.report.build import COMMON_KEYS, check_figure
 from dpbench.report.kinds import KEYS, KINDS
-from dpbench.runner.grid import ConfigError, choices, load_entry
+from dpbench.runner.grid import load_entry
+from dpbench.runner.schema import ConfigError, choices
 
 
 def test_each_kind_declares_every_key_its_module_reads() -> None:

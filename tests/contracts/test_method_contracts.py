@@ -22,7 +22,8 @@ from dpbench.methods.base import NEIGHBOUR_RELATIONS
 from dpbench.methods.outputs import LinearFit, PosteriorDraws, SyntheticTable
 from dpbench.privacy.accountant import Accountant
 from dpbench.runner.execute import import_object
-from dpbench.runner.grid import _merged_params, cell_problem, choices, load_entry
+from dpbench.runner.grid import _merged_params, cell_problem, load_entry
+from dpbench.runner.schema import choices
 from dpbench.tasks import TASKS
 
 

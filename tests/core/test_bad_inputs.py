@@ -140,7 +140,7 @@ def warm_imports() -> None:
     this process's first import of torch or JAX."""
     import dpbench.runner.slurm  # noqa: F401  (submitit's loggers take the stderr of import)
     from dpbench.runner.execute import import_object
-    from dpbench.runner.grid import entries, read_yaml
+    from dpbench.runner.schema import entries, read_yaml
 
     for group in ("method", "dataset"):
         for path in entries(group).values():

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from dpbench import catalog
-from dpbench.runner.grid import choices, entry_name
+from dpbench.runner.schema import choices, entry_name
 from dpbench.workspace import compose_config
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from dpbench.report.claims.engine import check, parse_claim
-from dpbench.runner.grid import ConfigError
+from dpbench.runner.schema import ConfigError
 
 
 def rows(dataset: str, eps: float, **cols: list[float]) -> list[dict]:

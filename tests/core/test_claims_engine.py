@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from dpbench.report.claims.engine import build_claims, load_claims, parse_claim, summary
-from dpbench.runner.grid import ConfigError
+from dpbench.runner.schema import ConfigError
 
 BASE = {"id": "c", "text": "t", "kind": "better", "a": "x", "b": "y", "metric": "score"}
 

@@ -138,7 +138,7 @@ def test_a_typo_gets_a_did_you_mean(argv: list[str], hint: str,
 
 
 def test_no_hint_when_nothing_is_close() -> None:
-    from dpbench.runner.grid import did_you_mean
+    from dpbench.runner.schema import did_you_mean
 
     assert did_you_mean("zzzz", ["ssp", "adassp"]) == ""
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from dpbench.runner.grid import choices, expand
+from dpbench.runner.grid import expand
+from dpbench.runner.schema import choices
 from dpbench.workspace import compose_config
 
 GOLDEN = Path(__file__).with_name("golden_keys.json")

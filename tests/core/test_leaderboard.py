@@ -384,7 +384,8 @@ def test_a_board_per_rankable_metric_the_arenas_own_first() -> None:
 
 
 def test_every_arena_yaml_names_its_metric_and_why() -> None:
-    from dpbench.runner.grid import choices, load_entry
+    from dpbench.runner.grid import load_entry
+    from dpbench.runner.schema import choices
 
     arenas = [n for n in choices("experiment") if load_entry("experiment", n)
               .get("experiment", {}).get("arena")]

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from dpbench.runner.cost import REFERENCE, SAME_CELL, Stored, cell_of, grid_cost
-from dpbench.runner.grid import choices
 from dpbench.runner.reference_costs import read_reference, shipped_files
+from dpbench.runner.schema import choices
 from dpbench.runner.store import ResultStore
 from dpbench.workspace import arena_grid, compose_config, is_arena, reference_of
 

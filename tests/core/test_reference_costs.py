@@ -22,8 +22,8 @@ from dpbench.runner.cost import (
     reference_trials,
     stored_trials,
 )
-from dpbench.runner.grid import ConfigError
 from dpbench.runner.reference_costs import export, read_reference, reference_line
+from dpbench.runner.schema import ConfigError
 from dpbench.runner.store import ResultStore
 
 sys.path.insert(0, str(Path(__file__).parent))

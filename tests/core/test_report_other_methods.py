@@ -11,7 +11,7 @@ import pytest
 from conftest import figure_folder, run_cli
 
 from dpbench.report.build import OTHER_METHODS, unshown
-from dpbench.runner.grid import choices
+from dpbench.runner.schema import choices
 from dpbench.workspace import compose_config, figure_specs, grid, is_arena
 
 

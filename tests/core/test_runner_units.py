@@ -11,7 +11,8 @@ from omegaconf import open_dict
 
 from dpbench.runner import local
 from dpbench.runner.execute import resolve_delta
-from dpbench.runner.grid import ConfigError, costliest_first, expand, thin, thin_sweep
+from dpbench.runner.grid import costliest_first, expand, thin, thin_sweep
+from dpbench.runner.schema import ConfigError
 from dpbench.runner.store import ResultStore
 from dpbench.workspace import compose_config
 
@@ -313,7 +314,8 @@ def test_delta_rules_keep_their_exact_values() -> None:
 
 
 def test_a_grid_too_large_to_expand_is_refused_before_expanding() -> None:
-    from dpbench.runner.grid import MAX_GRID_TRIALS, ConfigError, expand
+    from dpbench.runner.grid import MAX_GRID_TRIALS, expand
+    from dpbench.runner.schema import ConfigError
     from dpbench.workspace import compose_config
 
     cfg = compose_config(["experiment=linreg_adult", "trials=1000000000"])
@@ -323,7 +325,8 @@ def test_a_grid_too_large_to_expand_is_refused_before_expanding() -> None:
 
 
 def test_sweep_points_naming_no_method_is_refused() -> None:
-    from dpbench.runner.grid import ConfigError, expand
+    from dpbench.runner.grid import expand
+    from dpbench.runner.schema import ConfigError
     from dpbench.workspace import compose_config
 
     cfg = compose_config(["experiment=binagg_ablation", "+profile.sweep_points={binag: 1}"])
@@ -333,7 +336,8 @@ def test_sweep_points_naming_no_method_is_refused() -> None:
 
 
 def test_a_swept_value_of_the_wrong_type_is_refused_before_any_trial() -> None:
-    from dpbench.runner.grid import ConfigError, expand
+    from dpbench.runner.grid import expand
+    from dpbench.runner.schema import ConfigError
     from dpbench.workspace import compose_config
 
     cfg = compose_config(["experiment=binagg_ablation", "methods=[{binagg: {theta: [abc]}}]"])

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from dpbench.runner.cost import INTERPOLATED, REFERENCE, UNKNOWN, grid_cost
-from dpbench.runner.grid import entries
 from dpbench.runner.reference_costs import read_reference, shipped_files
+from dpbench.runner.schema import entries
 from dpbench.runner.store import ResultStore
 from dpbench.workspace import compose_config, reference_of, runnable
 

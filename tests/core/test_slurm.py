@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_cli, stored_metrics, stored_records
 
-from dpbench.runner.grid import ConfigError, costliest_first, expand
+from dpbench.runner.grid import costliest_first, expand
+from dpbench.runner.schema import ConfigError
 from dpbench.runner.slurm import DELAY_ENV, SlurmSettings, submissions, trial_states
 from dpbench.runner.slurm_queue import ACTIVE_STATES, _expand, max_array_size, task_states
 from dpbench.runner.store import OK, ResultStore

@@ -19,7 +19,7 @@ import pytest
 from conftest import smoke_results
 
 from dpbench.entry import main
-from dpbench.runner.grid import choices
+from dpbench.runner.schema import choices
 from dpbench.runner.store import OK, ResultStore
 from dpbench.workspace import arena_grid, compose_config, is_arena
 

@@ -23,7 +23,7 @@ from smoke_grids import NARROW
 
 from dpbench.data import discrete, files, uci
 from dpbench.entry import main
-from dpbench.runner.grid import choices
+from dpbench.runner.schema import choices
 from dpbench.runner.store import OK, ResultStore
 from dpbench.workspace import is_arena
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from dpbench.runner.execute import import_object
-from dpbench.runner.grid import choices, load_entry
+from dpbench.runner.grid import load_entry
+from dpbench.runner.schema import choices
 
 PROFILES = ("paper", "default", "smoke")
 # release consumers that must share one cached fit: (DD-SSP yaml, others of the same release)

@@ -46,7 +46,8 @@ from dpbench.privacy import draws
 from dpbench.privacy.accountant import Accountant
 from dpbench.privacy.draws import Draw
 from dpbench.runner.execute import import_object
-from dpbench.runner.grid import _merged_params, choices, load_entry
+from dpbench.runner.grid import _merged_params, load_entry
+from dpbench.runner.schema import choices
 
 EPSILON, DELTA = 1.0, 1e-5
 DATA_SEED, FIT_SEED = 0, 1

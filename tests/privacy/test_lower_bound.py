@@ -29,7 +29,7 @@ from dpbench.privacy.lower_bound import (
     epsilon_from_rates,
     epsilon_lower_bound,
 )
-from dpbench.runner.grid import ConfigError
+from dpbench.runner.schema import ConfigError
 
 
 def laplace_pair(eps: float, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

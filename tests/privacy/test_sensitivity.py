@@ -71,7 +71,8 @@ from dpbench.data.base import TabularData
 from dpbench.privacy import draws
 from dpbench.privacy.accountant import Accountant
 from dpbench.runner.execute import import_object
-from dpbench.runner.grid import _merged_params, choices, load_entry
+from dpbench.runner.grid import _merged_params, load_entry
+from dpbench.runner.schema import choices
 
 SEED_DATA, SEED_ROWS = 0, 2
 #: (seed, epsilon) of the fits, taken in turn by the neighbours (delta = DELTA)

@@ -159,7 +159,7 @@ def pages(site: Path) -> list[Path]:
 
 
 def test_index_links_the_run_and_lists_every_experiment(site: Path) -> None:
-    from dpbench.runner.grid import choices
+    from dpbench.runner.schema import choices
 
     index = site / "site" / "index.html"
     p = parse(index)

@@ -78,7 +78,7 @@ import yaml
 from dpbench.report.claims.kinds import KINDS, Claim, Context, Verdict, Where
 from dpbench.report.render import incomplete_caption, provenance_line
 from dpbench.roots import paper_dir
-from dpbench.runner.grid import ConfigError
+from dpbench.runner.schema import ConfigError
 from dpbench.tasks import TASKS
 
 STATUSES = ("PASS", "FAIL", "SKIP")
