@@ -39,9 +39,10 @@ Shared fits: a trial whose measured trials found a shared fit (an artifact, e.g.
 serving two methods, or a pre-trained network) built by a trial of another cell is cheap
 only where that trial runs too. When the builder's trial (its cell at the same budget and
 trial number; at the builder's own where a hit at another showed that one fit serves
-several) is neither in the grid nor stored, the first trial that needs the fit is counted
-at the builder's cost (the larger of the two), once per fit, and the plan says which
-cells do so.
+several) neither runs in the grid nor was stored by a run on this store (a trial of the
+shipped reference left no fit in this machine's cache), the first trial that needs the
+fit is counted at the builder's cost (the larger of the two), once per fit, and the plan
+says which cells do so.
 
 Seconds are CPU seconds, never wall seconds: a stored trial's ``cpu_s`` (its worker's CPU
 time over the trial, every thread, not stretched when other work shares the cores), a
@@ -71,6 +72,7 @@ from typing import Any
 import numpy as np
 
 from dpbench.runner.grid import costliest_first
+from dpbench.runner.reference import REFERENCE as REFERENCE_ORIGIN
 from dpbench.runner.spec import TrialSpec, digest
 from dpbench.runner.store import OK, ResultStore, is_number
 
@@ -540,29 +542,34 @@ def grid_cost(specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
             else:
                 wall.add(key)
     estimates = {s.key: est.estimate(s) for s in todo}
-    in_grid, charged = {s.key for s in specs}, set()
+    charged: set[str] = set()
     for s in todo:
-        # its measured trials found a shared fit built by a trial of another cell: with that
-        # cell neither in the grid nor stored, the first trial needing the fit builds it
+        # its measured trials found a shared fit built by a trial of another cell: unless
+        # that trial runs now or ran here (its fit in this machine's cache), the first
+        # trial needing the fit builds it (a builder done only in the shipped reference
+        # left no fit here: it once priced 25 of linreg_adult's AIM trials at 21 s in all)
         builder = est.builder_of(s)
-        if (builder is None or builder.key in in_grid or builder.key in charged
-                or _stored_ok(store, builder)):
+        if (builder is None or builder.key in pending or builder.key in charged
+                or _ran_here(store, builder)):
             continue
         own, alone = estimates[s.key], est.estimate(builder)
         if own.seconds is None or alone.seconds is None:
             continue
         charged.add(builder.key)
         mems = [m for m in (own.mem_mb, alone.mem_mb) if m is not None]
+        # the builder's cell holds trials that built the fit and trials that found it
+        # built (whichever ran first built it): its longest trial is the fit's cost
         estimates[s.key] = replace(
-            own, seconds=max(own.seconds, alone.seconds),
+            own, seconds=max(own.seconds, alone.longest or alone.seconds),
             longest=max(own.longest or 0.0, alone.longest or 0.0),
             mem_mb=max(mems) if mems else None, builds_shared=True)
     return Cost(todo, estimates, done, reference_note if reference else None, len(wall))
 
 
-def _stored_ok(store: ResultStore, spec: TrialSpec) -> bool:
+def _ran_here(store: ResultStore, spec: TrialSpec) -> bool:
+    """Is ``spec`` stored ok by a run on this store (not only in the reference behind it)?"""
     rec = store.get(spec.key)
-    return bool(rec) and rec.get("status") == OK
+    return bool(rec) and rec.get("status") == OK and rec.get("origin") != REFERENCE_ORIGIN
 
 
 def cost_lines(cost: Cost, *, workers: int | None = None,
@@ -610,8 +617,10 @@ def cost_lines(cost: Cost, *, workers: int | None = None,
     shared = sorted({trial_name(s) for s in todo if cost.estimates[s.key].builds_shared})
     if shared:
         out.append(f"note: {len(shared)} cell(s) will build a shared fit (an artifact) that "
-                   "their measured trials found built by a trial of another cell, outside "
-                   "this grid: counted at that trial's cost ("
+                   "their measured trials found built by a trial of another cell that does "
+                   "not run here (outside this grid, or done only in the shipped reference, "
+                   "which leaves no fit in this machine's cache): counted at that trial's "
+                   "cost ("
                    + ", ".join(shared[:3]) + (", ..." if len(shared) > 3 else "") + ")")
     known = cost.known
     longest = max(known, key=lambda s: cost.estimates[s.key].longest, default=None)

@@ -361,6 +361,43 @@ def test_a_shared_fit_is_paid_once_by_a_grid_without_its_builder(tmp_path: Path)
     assert len(paid) == 1 and once.estimates[paid[0].key].seconds == 300.0
 
 
+class _Shipped:
+    """A stand-in for the shipped reference behind a store: the records it answers carry
+    ``origin: reference``, as ``runner.reference`` marks them."""
+
+    def __init__(self, records: dict[str, dict]) -> None:
+        self.records = records
+
+    def get(self, key: str) -> dict | None:
+        rec = self.records.get(key)
+        return None if rec is None else {**rec, "origin": "reference"}
+
+
+def test_a_shared_fit_done_only_in_the_reference_is_paid_by_its_first_user(tmp_path: Path
+                                                                             ) -> None:
+    """A builder trial in the grid but done only in the shipped reference left no fit in
+    this machine's cache: each user trial needing its fit pays the builder's cost (plan once
+    priced linreg_adult's 25 AIM-synth trials at 21 s in all; the first took over 10 min).
+    The same builder stored by a run here (its fit cached) leaves the user at its own 1 s."""
+    reference = [
+        *(_used(spec("a", "builder", e), 100.0, f"fit{e}", False) for e in (1.0, 2.0)),
+        *(_used(spec("a", "user", e), 1.0, f"fit{e}", True) for e in (1.0, 2.0)),
+    ]
+    users = [spec("a", "user", e, t) for e in (1.0, 2.0) for t in range(3)]
+    builders = [spec("a", "builder", e, t) for e in (1.0, 2.0) for t in range(3)]
+    here = ResultStore(tmp_path / "here")
+    for b in builders:
+        put(here, b, 100.0)
+    shipped = ResultStore(tmp_path / "clean", reference=_Shipped(
+        {b.key: here.get(b.key) for b in builders}))
+    assert all(shipped.get(b.key) is not None for b in builders)
+    clean = grid_cost(users + builders, users, shipped, reference)
+    assert [clean.estimates[s.key].seconds for s in users] == [100.0] * 6
+    assert all(clean.estimates[s.key].builds_shared for s in users)
+    ran = grid_cost(users + builders, users, here, reference)
+    assert [ran.estimates[s.key].seconds for s in users] == [1.0] * 6
+
+
 def test_memory_of_a_dataset_never_measured_comes_from_the_nearest_in_size() -> None:
     """Issue 60, item 7: a method measured on a large table (7 GB) and a small one (0.5 GB)
     is priced on a third small table, whose size a trial of another method tells, at the
