@@ -377,7 +377,7 @@ def test_a_shared_fit_done_only_in_the_reference_is_paid_by_its_first_user(tmp_p
                                                                              ) -> None:
     """A builder trial in the grid but done only in the shipped reference left no fit in
     this machine's cache: each user trial needing its fit pays the builder's cost (plan once
-    priced linreg_adult's 25 AIM-synth trials at 21 s in all; the first took over 10 min).
+    priced linreg_adult's 25 AIM-synth trials at 21 s in all, each needing a 104-111 s fit).
     The same builder stored by a run here (its fit cached) leaves the user at its own 1 s."""
     reference = [
         *(_used(spec("a", "builder", e), 100.0, f"fit{e}", False) for e in (1.0, 2.0)),
