@@ -19,6 +19,7 @@ import pytest
 from conftest import smoke_results
 
 from dpbench.entry import main
+from dpbench.roots import REPO
 from dpbench.runner.schema import choices
 from dpbench.runner.store import OK, ResultStore
 from dpbench.workspace import arena_grid, compose_config, is_arena
@@ -97,13 +98,20 @@ def test_a_dataset_not_downloaded_is_a_refused_cell_not_an_error(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dpbench.data import discrete, files, uci
 
+    # an arena member that is a download: Fire's yaml, joined to the arenas from an extra
+    # root (Fire itself is not a member: its levels come from its rows)
+    fire_yaml = (REPO / "conf/dataset/remote/fire.yaml").read_text()
+    extra = tmp_path / "root" / "conf" / "dataset" / "downloads"
+    extra.mkdir(parents=True)
+    (extra / "fire_member.yaml").write_text(fire_yaml.replace("arena: false", "arena: true"))
+    monkeypatch.setenv("DPBENCH_PATH", str(tmp_path / "root"))
     monkeypatch.setenv("DPBENCH_DATA_DIR", str(tmp_path / "no-downloads"))
     for fn in (discrete._read_discrete, files._verified, uci.read_table):
         fn.cache_clear()
     specs, refused = arena_grid(compose_config(["experiment=arena_regression",
                                                 "profile=paper"]))
-    fire = [r for r in refused if r.dataset == "fire"]
+    fire = [r for r in refused if r.dataset == "fire_member"]
     assert fire and all("not vendored" in r.reason or "needs data with" in r.reason
                         for r in fire)
     assert any("not vendored" in r.reason for r in fire)
-    assert not any(s.dataset == "fire" for s in specs) and specs
+    assert not any(s.dataset in ("fire", "fire_member") for s in specs) and specs
