@@ -475,12 +475,13 @@ def axis_list(run: RunConfig, axis: str) -> list[Any]:
 
 def arena_role(group: str, name: str) -> str | None:
     """A method yaml's arena role (``arena: method | baseline | reference``), a dataset
-    yaml's ``arena: true`` as ``method``; None: not an arena member. The key is the yaml's
+    yaml's ``arena: true`` (or ``arena: [<task>, ...]``: the arenas of those tasks only) as
+    ``method``; None: not an arena member. The key is the yaml's
     own, never inherited through ``base:`` (a variant of an arena method is not one)."""
     role = (read_yaml(entries(group)[name]) or {}).get("arena")
     if role is None or role is False:
         return None
-    if role is True:
+    if role is True or (group == "dataset" and isinstance(role, list)):
         return "method"
     if role not in ARENA_ROLES:
         raise unknown("arena role", role, [*ARENA_ROLES, "true (a dataset)"],
@@ -490,7 +491,8 @@ def arena_role(group: str, name: str) -> str | None:
 
 def arena_members(group: str, task: str) -> list[str]:
     """Every ``dataset`` / ``method`` yaml with an ``arena:`` role that serves ``task`` (a
-    dataset listing it among its tasks; a method whose class scores it,
+    dataset listing it among its tasks, and among its ``arena:`` tasks where it names some;
+    a method whose class scores it,
     ``Method.tasks_scored``), in name order."""
     out = []
     for name in choices(group):
@@ -498,7 +500,8 @@ def arena_members(group: str, task: str) -> list[str]:
             continue
         entry = load_entry(group, name)
         if group == "dataset":
-            if task in (entry.get("tasks") or []):
+            only = (read_yaml(entries(group)[name]) or {}).get("arena")
+            if task in (entry.get("tasks") or []) and (only is True or task in only):
                 out.append(name)
             continue
         cls = import_object(entry["_target_"])

@@ -220,3 +220,25 @@ def test_the_board_states_each_table_run_at_fewer_epsilons_or_a_smaller_workload
     dutch = {(t.epsilon, r.method) for t in board.tables if t.dataset == "mpdp_dutch"
              for r in t.rows if r.status == "refused"}
     assert dutch and {e for e, _ in dutch} == {1.0} and (1.0, "gem") in dutch
+
+
+@pytest.mark.parametrize("task", sorted(set(ARENA_TASKS.values())))
+def test_no_arena_holds_one_data_file_twice(task: str) -> None:
+    """An arena's member tables (every profile's pool) are distinct data files, or distinct
+    projections of one (the query-release paper's ADULT and ADULT (reduced)): Compas with
+    and without public rows in one arena weighed Compas double in the mean ranks. A dataset
+    yaml's ``arena: [<task>, ...]`` keeps it out of the other tasks' arenas."""
+    from dpbench.runner.grid import arena_members, load_entry
+
+    members = arena_members("dataset", task)
+    files: dict[str, list[str]] = {}
+    for name in members:
+        params = load_entry("dataset", name).get("params") or {}
+        if "dataset_dir" in params:
+            where = f"{params['dataset_dir']}/{params.get('file')} {params.get('attributes')}"
+            files.setdefault(where, []).append(name)
+    assert not {f: n for f, n in files.items() if len(n) > 1}, files
+    if task == "classification":
+        assert "mpdp_compas_public" in members and "mpdp_compas" not in members
+    if task == "query_release":
+        assert "mpdp_compas" in members
