@@ -30,7 +30,7 @@ from dpbench.runner.reference import (  # noqa: E402
     write_reference,
 )
 from dpbench.runner.schema import choices  # noqa: E402
-from dpbench.workspace import compose_config, grid, store_of  # noqa: E402
+from dpbench.workspace import arena_grid, compose_config, grid, is_arena, store_of  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -66,7 +66,8 @@ def main(argv: list[str]) -> int:
             continue                      # an experiment since removed: its trials are stale
         cfg = compose_config([f"experiment={name}", f"profile={profile}", *overrides])
         store = store_of(cfg)
-        specs = grid(cfg)
+        # an arena's cells that cannot run (refused, listed on its board) are not asked for
+        specs = arena_grid(cfg, store=store)[0] if is_arena(name) else grid(cfg)
         held = 0
         for s in specs:
             keys.add(s.key)

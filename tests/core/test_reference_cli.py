@@ -106,3 +106,24 @@ def test_compare_without_a_reference_is_one_line(tmp_path: Path) -> None:
                    env={"DPBENCH_REFERENCE": str(tmp_path / "none")})
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "no reference results to compare with" in proc.stderr
+
+
+def test_an_arenas_asked_trials_leave_out_its_refused_cells(tmp_path: Path) -> None:
+    """The manifest's ``asked`` of an arena grid counts the trials its board can hold: a
+    cell the arena refuses (listed on the board, e.g. PATE on a table without public rows)
+    is not asked for."""
+    from dpbench.workspace import arena_grid, compose_config, grid
+
+    cfg = compose_config(["experiment=arena_classification", "profile=smoke",
+                          f"results_dir={tmp_path / 'empty'}"])
+    runnable, refused = arena_grid(cfg)
+    assert refused and len(runnable) < len(grid(cfg))
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "build_reference.py"),
+                           "arena_classification", "--profile", "smoke",
+                           "--out", str(tmp_path / "reference"),
+                           f"results_dir={tmp_path / 'empty'}"],
+                          capture_output=True, text=True, cwd=REPO, timeout=600,
+                          env={"DPBENCH_REFERENCE": "off", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    grids = json.loads((tmp_path / "reference" / "MANIFEST.json").read_text())["grids"]
+    assert grids["arena_classification@smoke"] == {"held": 0, "asked": len(runnable)}, grids
