@@ -547,7 +547,7 @@ def grid_cost(specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
         # its measured trials found a shared fit built by a trial of another cell: unless
         # that trial runs now or ran here (its fit in this machine's cache), the first
         # trial needing the fit builds it (a builder done only in the shipped reference
-        # left no fit here: it once priced 25 of linreg_adult's AIM trials at 21 s in all)
+        # left no fit here: it once priced a grid's 25 fit-sharing trials at 21 s in all)
         builder = est.builder_of(s)
         if (builder is None or builder.key in pending or builder.key in charged
                 or _ran_here(store, builder)):
