@@ -41,8 +41,9 @@ only where that trial runs too. When the builder's trial (its cell at the same b
 trial number; at the builder's own where a hit at another showed that one fit serves
 several) neither runs in the grid nor was stored by a run on this store (a trial of the
 shipped reference left no fit in this machine's cache), the first trial that needs the
-fit is counted at the builder's cost (the larger of the two), once per fit, and the plan
-says which cells do so.
+fit is counted at the builder's cost (the larger of its own estimate and the builder
+cell's longest measured trial, since that cell holds both the trial that built the fit and
+trials that found it built), once per fit, and the plan says which cells do so.
 
 Seconds are CPU seconds, never wall seconds: a stored trial's ``cpu_s`` (its worker's CPU
 time over the trial, every thread, not stretched when other work shares the cores), a
