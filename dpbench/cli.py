@@ -287,6 +287,7 @@ def cmd_leaderboard(overrides: Sequence[str]) -> int:
                         f"{', '.join(arenas) or '(none)'}")
     names = [None] if given(overrides, "experiment") else arenas
     profiles = [None] if given(overrides, "profile") else profile_order()
+    ws.keep = Path(base.results_dir) / "leaderboard" / ".grids"   # warm: no grid composed
     with stops_when_full(Path(base.results_dir) / "leaderboard", BOARD_FULL):
         written, skipped, unchanged = write_boards(ws, names, profiles)
     if not arenas and not given(overrides, "experiment"):

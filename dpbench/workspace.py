@@ -20,7 +20,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -377,11 +377,16 @@ def refused_cells(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec
     """Every refused cell of an arena grid whose config allows ``specs`` and refuses
     ``by_grid``: the ones its run stored when they are current (no dataset loaded:
     ``runner/refusals.py``), else ``by_grid`` and the data's, found as the run found them
-    (:func:`preflight`)."""
+    (:func:`preflight`) and then stored, so that the next reader need not load the data
+    again (a clean clone's store has none; a store it cannot write is left as it is)."""
     kept = refusals.stored(store, refusals_name(cfg), specs, by_grid)
     if kept is not None:
         return [RefusedCell(*r) for r in kept]
-    return [*by_grid, *preflight(specs, collect=True)]
+    found = [*by_grid, *preflight(specs, collect=True)]
+    with suppress(OSError):
+        refusals.keep(store, refusals_name(cfg), str(cfg.experiment.name),
+                      str(cfg.profile.name), specs, by_grid, found)
+    return found
 
 
 def runnable(cfg: DictConfig, store: ResultStore | None = None
@@ -942,6 +947,8 @@ def keep_grid(folder: Path, overrides: Sequence[str], tree: str, g: Grid) -> Non
     """Keep grid ``g`` composed from ``overrides`` in ``folder`` (atomically, sealed), with
     the digest of what it comes from (:func:`grid_inputs`)."""
     folder.mkdir(parents=True, exist_ok=True)
+    for s in g.specs:           # each key (a digest) kept with its spec: not computed again
+        _ = s.key
     kept = pickle.dumps((g.cfg, g.specs, [tuple(r) for r in g.refused]))
     atomic_write_bytes(_kept_path(folder, overrides),
                        seal(KEPT_TAG, grid_inputs(overrides, tree).encode() + b"\n" + kept))

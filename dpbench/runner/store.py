@@ -397,8 +397,9 @@ class ResultStore:
         return {k: self.status(k) for k in keys}
 
     def damaged(self, keys: Iterable[str] | None = None) -> list[Damage]:
-        """The damaged records among ``keys`` (default: every record file), in key order."""
-        wanted = self.keys() if keys is None else sorted(set(keys))
+        """The damaged records among ``keys`` (default: every record file), in key order
+        (only a file can be damaged: the keys without one are not looked up)."""
+        wanted = self.keys() if keys is None else sorted(set(keys) & set(self.keys()))
         return [d for d in map(self.read, wanted) if isinstance(d, Damage)]
 
     def records(self) -> Iterator[dict[str, Any]]:

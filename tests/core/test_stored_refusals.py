@@ -188,3 +188,23 @@ def test_a_stale_board_is_computed_again(results: Path, monkeypatch: pytest.Monk
     assert main(["leaderboard", *common]) == 0
     assert calls == [1, 1] and "not written again" not in capsys.readouterr().out
     assert '"stale"' not in board.read_text()
+
+
+def test_a_reader_that_found_the_refusals_stores_them(results: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store without refusals (a clean clone's, reading the shipped results): the first
+    reader loads the data, as the run did, and keeps what it found; the next one does not."""
+    path = refusal_file(results)
+    written = json.loads(path.read_text())
+    path.unlink()
+    calls = counting(monkeypatch, "preflight")
+    common = [*ARENA, f"results_dir={results}", "runner.progress=false", "runner.n_jobs=1"]
+    assert main(["status", *common]) == 0
+    assert calls == [1]
+    again = json.loads(refusal_file(results).read_text())
+    assert again["fingerprint"] == written["fingerprint"]
+    assert again["refused"] == written["refused"]
+    monkeypatch.undo()
+    no_data(monkeypatch)
+    assert main(["leaderboard", *common]) == 0
+    assert DATA_REASON in board_reasons(results)[("adult", "mwem")]
