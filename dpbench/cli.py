@@ -47,7 +47,7 @@ from dpbench.workspace import (
     is_arena,
     pending,
     plan_cost,
-    preflight,
+    planned,
     privacy_alerts,
     profile_order,
     quarantine_lines,
@@ -143,12 +143,8 @@ def cmd_plan(cfg: DictConfig) -> int:
     yet is named and its cells priced unchecked."""
     check_figures(cfg)
     unloaded: list[str] = []
-    if cfg.experiment.get("arena"):
-        specs, refused = arena_grid(cfg)
-    else:
-        specs, refused = grid(cfg), []
-        preflight(specs, unloaded=unloaded)
     store = store_of(cfg)
+    specs, refused = planned(cfg, store, unloaded)
     total, _ = status_counts(specs, store)
     by_method = Counter(s.method for s in specs)
     print(f"experiment {cfg.experiment.name} (profile {cfg.profile.name}): {len(specs)} trials")

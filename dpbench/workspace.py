@@ -68,6 +68,7 @@ from dpbench.runner.schema import (
     conf_dir,
     did_you_mean,
     entries,
+    fast_omegaconf_load,
     figure_fields,
     top_level_keys,
     unknown,
@@ -138,6 +139,7 @@ def compose_config(overrides: Sequence[str]) -> DictConfig:
     extra = conf_dirs()[1:]
     if extra:  # configs outside the repository (DPBENCH_PATH): Hydra searches them too
         overrides.append("hydra.searchpath=[" + ",".join(f"file://{p}" for p in extra) + "]")
+    fast_omegaconf_load()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
             cfg = compose(config_name="config", overrides=list(overrides))
@@ -349,6 +351,9 @@ def arena_grid(cfg: DictConfig, *, data: bool = True, store: ResultStore | None 
     if not cfg.experiment.get("arena"):
         if data:
             preflight(specs)
+            if store is not None:     # passed: kept, so ``plan`` need not load the data
+                refusals.keep(store, refusals_name(cfg), str(cfg.experiment.name),
+                              str(cfg.profile.name), specs, [], [])
         return specs, refused
     if not data:
         return specs, refused
@@ -387,6 +392,24 @@ def refused_cells(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec
         refusals.keep(store, refusals_name(cfg), str(cfg.experiment.name),
                       str(cfg.profile.name), specs, by_grid, found)
     return found
+
+
+def planned(cfg: DictConfig, store: ResultStore, unloaded: list[str]
+            ) -> tuple[list[TrialSpec], list[RefusedCell]]:
+    """``plan``'s grid, checked as ``run`` checks it (:func:`preflight`; a dataset not
+    downloaded yet named in ``unloaded``), unless the store holds a current record of the
+    same checks (an arena's refused cells, or a grid that passed them:
+    ``runner/refusals.py``); a check that passed with every dataset loaded is kept."""
+    if cfg.experiment.get("arena"):
+        return runnable(cfg, store)
+    specs = grid(cfg)
+    if refusals.stored(store, refusals_name(cfg), specs, []) != []:
+        preflight(specs, unloaded=unloaded)
+        if not unloaded:
+            with suppress(OSError):
+                refusals.keep(store, refusals_name(cfg), str(cfg.experiment.name),
+                              str(cfg.profile.name), specs, [], [])
+    return specs, []
 
 
 def runnable(cfg: DictConfig, store: ResultStore | None = None

@@ -71,12 +71,27 @@ def shipped(enabled: bool = True) -> Reference | None:
     return found if found.exists() else None
 
 
+#: how each line of the trials file begins (:func:`record_line`): a record's key is read
+#: from it without parsing the record, which is parsed when it is asked for
+LINE_HEAD = '{"key":"'
+
+
+def record_line(record: Mapping[str, Any]) -> str:
+    """One line of the trials file: the record as sorted, compact JSON with its ``key``
+    first (:data:`LINE_HEAD`)."""
+    rest = json.dumps({k: v for k, v in record.items() if k != "key"}, sort_keys=True,
+                      separators=(",", ":"))
+    return '{"key":' + json.dumps(str(record["key"])) + ("," + rest[1:] if rest != "{}"
+                                                           else "}")
+
+
 class Reference:
-    """The reference records by key (read once, lazily, on the first question)."""
+    """The reference records by key: the file read once, lazily, on the first question,
+    and each record parsed when it is first asked for (a command asks for a few grids')."""
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
-        self._records: dict[str, dict[str, Any]] | None = None
+        self._lines: dict[str, str | dict[str, Any]] | None = None
         self._manifest: dict[str, Any] | None = None
 
     @property
@@ -86,21 +101,31 @@ class Reference:
     def exists(self) -> bool:
         return self.path.is_file()
 
-    def _load(self) -> dict[str, dict[str, Any]]:
-        if self._records is None:
-            self._records = {}
+    def _load(self) -> dict[str, str | dict[str, Any]]:
+        """Each key's line (or its record, once parsed; a line of an older file that does
+        not begin with :data:`LINE_HEAD` is parsed here)."""
+        if self._lines is None:
+            self._lines = {}
             if self.exists():
                 with gzip.open(self.path, "rt", encoding="utf-8") as fh:
                     for line in fh:
-                        if line.strip():
+                        if line.startswith(LINE_HEAD):
+                            end = line.index('"', len(LINE_HEAD))
+                            self._lines[line[len(LINE_HEAD):end]] = line
+                        elif line.strip():
                             rec = json.loads(line)
-                            rec["origin"] = REFERENCE
-                            self._records[rec["key"]] = rec
-        return self._records
+                            self._lines[rec["key"]] = rec
+        return self._lines
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The reference record of ``key`` (marked ``origin: reference``), or None."""
-        return self._load().get(key)
+        lines = self._load()
+        found = lines.get(key)
+        if isinstance(found, str):
+            found = lines[key] = json.loads(found)
+        if found is not None:
+            found["origin"] = REFERENCE
+        return found
 
     def keys(self) -> list[str]:
         return sorted(self._load())
@@ -142,7 +167,7 @@ def write_reference(records: Iterable[Mapping[str, Any]], folder: str | Path,
     tmp = folder / (TRIALS_FILE + ".tmp")
     with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as fh:
         for r in kept:
-            fh.write((json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n").encode())
+            fh.write((record_line(r) + "\n").encode())
     size = tmp.stat().st_size
     if size > SIZE_CAP:
         tmp.unlink()

@@ -29,6 +29,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+import omegaconf._utils
 import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf._utils import get_yaml_loader
@@ -161,10 +162,39 @@ def read_yaml(path: Path) -> Any:
     return copy.deepcopy(_parsed_yaml(str(path), st.st_size, st.st_mtime_ns))
 
 
+@functools.cache
+def yaml_loader() -> type:
+    """OmegaConf's yaml loader (its float and timestamp rules, duplicate keys refused) on
+    libyaml's C parser where PyYAML has it: the same values, parsed ~8x faster (``list``
+    and an arena's expansion read every yaml of the tree); the pure-Python one otherwise."""
+    slow = get_yaml_loader()
+    try:
+        from yaml._yaml import CParser
+    except ImportError:                # PyYAML built without libyaml
+        return slow
+    from yaml.constructor import SafeConstructor
+    from yaml.resolver import Resolver
+
+    class Loader(CParser, slow):       # type: ignore[misc, valid-type]
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+
+    return Loader
+
+
+def fast_omegaconf_load() -> None:
+    """Point ``OmegaConf.load`` (Hydra's reader of every config file, called at each
+    compose) at :func:`yaml_loader`: it looks its loader up in ``omegaconf._utils`` at each
+    call. The values are OmegaConf's own (a test compares every shipped yaml)."""
+    omegaconf._utils.get_yaml_loader = yaml_loader
+
+
 @functools.lru_cache(maxsize=4096)
 def _parsed_yaml(path: str, size: int, mtime_ns: int) -> Any:
     del size, mtime_ns                 # the cache key: a changed file is parsed again
-    return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=get_yaml_loader())
+    return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=yaml_loader())
 
 
 def top_level_keys() -> list[str]:

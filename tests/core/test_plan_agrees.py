@@ -41,3 +41,27 @@ def test_plan_sizes_a_grid_whose_data_is_not_downloaded(
     out = capsys.readouterr().out
     assert "trials" in out and "cost:" in out
     assert "data checks not run" in out and "'fire'" in out
+
+
+def test_plan_checks_the_data_again_only_when_the_grid_or_data_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A grid that passed ``run``'s checks is kept as passed (``runner/refusals.py``): the
+    next plan loads no dataset; another grid is checked again and refused as ``run`` is."""
+    from dpbench import workspace
+
+    calls: list[int] = []
+    real = workspace.preflight
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(workspace, "preflight", counted)
+    grid = [E, "profile=smoke", f"results_dir={tmp_path}", "runner.progress=false"]
+    assert main(["plan", *grid]) == 0
+    assert main(["plan", *grid]) == 0
+    assert calls == [1]
+    capsys.readouterr()
+    code, err = _error(capsys, "plan", *grid, "methods=[ddssp,jlt,mwem]")
+    assert code == 2 and "method 'mwem' on dataset 'adult'" in err and calls == [1, 1]

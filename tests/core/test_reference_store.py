@@ -75,3 +75,23 @@ def test_stale_keys_are_the_ones_no_grid_has(tmp_path: Path) -> None:
     ref.write_reference([record(s, 1.0) for s in specs], tmp_path / "r")
     moved = ref.stale_keys(ref.Reference(tmp_path / "r"), [specs[0].key, specs[2].key])
     assert moved == [specs[1].key]
+
+
+def test_each_line_begins_with_its_key_and_an_older_file_still_reads(tmp_path: Path) -> None:
+    """A record is parsed only when asked for: its key is read from the head of its line
+    (``reference.LINE_HEAD``); a file written before, as sorted JSON lines, reads the same."""
+    recs = [record(spec(t), float(t)) for t in range(3)]
+    path = ref.write_reference(recs, tmp_path / "new")
+    with gzip.open(path, "rt") as fh:
+        lines = fh.read().splitlines()
+    assert all(ln.startswith(ref.LINE_HEAD + r["key"] + '"') for ln, r in
+               zip(lines, sorted(recs, key=lambda r: r["key"]), strict=True))
+    old = tmp_path / "old"
+    old.mkdir()
+    with gzip.open(old / ref.TRIALS_FILE, "wt") as fh:
+        fh.writelines(json.dumps(r, sort_keys=True) + "\n" for r in recs)
+    new_ref, old_ref = ref.Reference(tmp_path / "new"), ref.Reference(old)
+    assert new_ref.keys() == old_ref.keys() == sorted(r["key"] for r in recs)
+    for r in recs:
+        assert new_ref.get(r["key"]) == old_ref.get(r["key"]) == {**r, "origin": ref.REFERENCE}
+    assert new_ref.get("0" * 64) is None

@@ -229,3 +229,24 @@ def test_the_expander_imports_at_most_one_dpbench_module_in_a_function() -> None
              for node in ast.walk(fn)
              if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dpbench")]
     assert len(inner) <= 1, inner
+
+
+def test_the_fast_yaml_loader_reads_every_shipped_yaml_as_omegaconf_does() -> None:
+    """``schema.yaml_loader`` (libyaml's parser under OmegaConf's rules) gives OmegaConf's
+    values for every yaml of the repository, and refuses what OmegaConf refuses."""
+    import yaml
+    from omegaconf._utils import get_yaml_loader
+
+    from dpbench.runner.schema import yaml_loader
+
+    slow, fast = get_yaml_loader(), yaml_loader()
+    files = [f for d in ("conf", "data", "papers") for f in sorted((REPO / d).rglob("*.yaml"))]
+    assert len(files) > 100
+    for f in files:
+        text = f.read_text(encoding="utf-8")
+        assert yaml.load(text, Loader=fast) == yaml.load(text, Loader=slow), f
+    odd = "a: 1e-5\nb: .inf\nc: 2001-12-14\nd: 1_000\ne: 0x1f\nf: yes\n"
+    assert yaml.load(odd, Loader=fast) == yaml.load(odd, Loader=slow) == {
+        "a": 1e-5, "b": math.inf, "c": "2001-12-14", "d": 1000, "e": 31, "f": True}
+    with pytest.raises(yaml.constructor.ConstructorError, match="duplicate key"):
+        yaml.load("a: 1\na: 2\n", Loader=fast)
