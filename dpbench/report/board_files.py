@@ -79,11 +79,11 @@ def pareto_plots(board: Board, out: Path) -> list[Path]:
             ax.grid(alpha=0.3)
         # one legend for the figure, under the panels: a legend per panel at loc="best"
         # searched every label's extent and was a fifth of the board's drawing time
-        handles = [h for ax in axes.flat for h in ax.get_lines()[:1]]
-        if handles:
-            fig.legend(handles[:1], ["Pareto front"], fontsize=7, loc="lower center",
+        front = next((line for ax in axes.flat for line in ax.get_lines()[:1]), None)
+        if front is not None:
+            fig.legend([front], ["Pareto front"], fontsize=7, loc="lower center",
                        bbox_to_anchor=(0.5, 0.0), frameon=False)
-        fig.tight_layout(rect=(0, 0.03 if handles else 0, 1, 1))
+        fig.tight_layout(rect=(0, 0.03 if front is not None else 0, 1, 1))
         paths += save(fig, out / f"pareto-{dataset}")
     return paths
 

@@ -473,12 +473,13 @@ def axis_list(run: RunConfig, axis: str) -> list[Any]:
     return [*listed[:i], *arena_members(axis[:-1], run.experiment.task), *listed[i + 1:]]
 
 
-def arena_role(group: str, name: str) -> str | None:
+def arena_role(group: str, name: str, role: object = None) -> str | None:
     """A method yaml's arena role (``arena: method | baseline | reference``), a dataset
     yaml's ``arena: true`` (or ``arena: [<task>, ...]``: the arenas of those tasks only) as
     ``method``; None: not an arena member. The key is the yaml's
-    own, never inherited through ``base:`` (a variant of an arena method is not one)."""
-    role = (read_yaml(entries(group)[name]) or {}).get("arena")
+    own, never inherited through ``base:`` (a variant of an arena method is not one);
+    ``role``: that value, when the caller has read it (:func:`arena_key`)."""
+    role = arena_key(group, name) if role is None else role
     if role is None or role is False:
         return None
     if role is True or (group == "dataset" and isinstance(role, list)):
@@ -489,6 +490,17 @@ def arena_role(group: str, name: str) -> str | None:
     return str(role)
 
 
+def arena_key(group: str, name: str) -> object:
+    """A yaml's own ``arena:`` value (None if unset). A dataset's list of tasks is checked
+    here: a task no arena knows would leave the dataset out of every board in silence."""
+    role = (read_yaml(entries(group)[name]) or {}).get("arena")
+    if group == "dataset" and isinstance(role, list):
+        for task in role:
+            if task not in TASKS:
+                raise unknown("arena task", task, sorted(TASKS), where=f"dataset {name!r}")
+    return role
+
+
 def arena_members(group: str, task: str) -> list[str]:
     """Every ``dataset`` / ``method`` yaml with an ``arena:`` role that serves ``task`` (a
     dataset listing it among its tasks, and among its ``arena:`` tasks where it names some;
@@ -496,11 +508,11 @@ def arena_members(group: str, task: str) -> list[str]:
     ``Method.tasks_scored``), in name order."""
     out = []
     for name in choices(group):
-        if arena_role(group, name) is None:
+        only = arena_key(group, name)
+        if only is None or arena_role(group, name, only) is None:
             continue
         entry = load_entry(group, name)
         if group == "dataset":
-            only = (read_yaml(entries(group)[name]) or {}).get("arena")
             if task in (entry.get("tasks") or []) and (only is True or task in only):
                 out.append(name)
             continue

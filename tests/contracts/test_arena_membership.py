@@ -93,6 +93,21 @@ def test_toy_method_and_dataset_join_exactly_the_arenas_they_serve(toy_root: Pat
     assert ("toy_heart" in datasets) == (arena != "arena_regression")
 
 
+def test_a_dataset_naming_an_unknown_arena_task_is_refused_by_name(toy_root: Path) -> None:
+    """``arena: [<task>, ...]`` with a misspelt task would keep the table off every board in
+    silence: a one-line error names it, the yaml and the valid tasks."""
+    from dpbench.runner.schema import ConfigError
+
+    (toy_root / "conf" / "dataset" / "toy_heart.yaml").write_text(textwrap.dedent("""
+        base: mpdp_heart
+        label: Toy Heart
+        arena: [query_relase]
+    """))
+    with pytest.raises(ConfigError, match=r"dataset 'toy_heart'.*unknown arena task "
+                                          r"'query_relase' \(did you mean 'query_release'"):
+        expand_cells(compose_config(["experiment=arena_synthetic", "profile=smoke"]))
+
+
 def test_toy_cells_run_and_reach_the_board(toy_root: Path, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"

@@ -208,3 +208,22 @@ def test_a_reader_that_found_the_refusals_stores_them(results: Path,
     no_data(monkeypatch)
     assert main(["leaderboard", *common]) == 0
     assert DATA_REASON in board_reasons(results)[("adult", "mwem")]
+
+
+def test_boards_drawn_by_one_or_two_workers_are_the_same_files(
+        results: Path, tmp_path: Path) -> None:
+    """``leaderboard`` draws each metric's board in a worker process
+    (``workspace.draw_boards``): the files do not depend on how many."""
+    other = tmp_path / "other"
+    shutil.copytree(results, other)
+    for folder, workers in ((results, 1), (other, 2)):
+        assert main(["leaderboard", *ARENA, f"results_dir={folder}", "runner.progress=false",
+                     f"runner.n_jobs={workers}"]) == 0
+    one = sorted(p.relative_to(results) for p in (results / "leaderboard").rglob("*")
+                 if p.is_file() and ".grids" not in p.parts)
+    two = sorted(p.relative_to(other) for p in (other / "leaderboard").rglob("*")
+                 if p.is_file() and ".grids" not in p.parts)
+    assert one == two and len([p for p in one if p.suffix == ".png"]) >= 2
+    for rel in one:
+        if rel.name != ".fingerprint":
+            assert (results / rel).read_bytes() == (other / rel).read_bytes(), rel
