@@ -62,7 +62,7 @@ from dpbench.methods.regression.aim_synth import AIMSynth
 from dpbench.privacy import Accountant
 from dpbench.runner.execute import import_object, resolve_delta, target_epsilon
 from dpbench.runner.grid import expand, load_entry
-from dpbench.runner.local import progress_bar
+from dpbench.runner.progress import progress_bar
 from dpbench.runner.spec import TrialSpec
 from dpbench.tasks import TASKS, tstr
 from dpbench.workspace import compose_config

@@ -17,7 +17,7 @@ from typing import Any
 from dpbench.audit import harness
 from dpbench.cli import UserError
 from dpbench.privacy._checks import check_delta, check_positive
-from dpbench.runner.local import progress_bar
+from dpbench.runner.progress import progress_bar
 
 #: argument -> (parser, what is valid)
 ARGS: dict[str, tuple[Callable[[str], Any], str]] = {

@@ -35,7 +35,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
+
+from dpbench import lazy
+
+# scipy.stats (~1 s to import): read only when a board's statistics are computed, not by
+# a command that copies a current board
+stats = lazy.module("scipy.stats")
 
 #: the lead (in noise standard deviations) whose detection power a board states
 LEAD_SD = 2.0

@@ -10,11 +10,12 @@ report code, so an edit shows before it is committed.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from dpbench.checksum import canonical_json
 from dpbench.roots import commit, paper_dir, version_text
 from dpbench.runner.schema import entries
 from dpbench.runner.spec import TrialSpec
@@ -25,16 +26,18 @@ REPORT_CODE = Path(__file__).resolve().parent
 
 
 def fingerprint(specs: Sequence[TrialSpec], store: ResultStore, config: str,
-                files: Iterable[Path]) -> str:
-    """A digest of ``config`` (text), the stat of each trial record of ``specs`` and the
+                files: Iterable[Path], stats: Mapping[str, tuple[int, int]] | None = None
+                ) -> str:
+    """A digest of ``config`` (text), the stat of each trial record of ``specs`` (from
+    ``stats``, one listing of the store for many grids, :meth:`ResultStore.file_stats`;
+    else each record's file looked up), the reference behind the store (its sha256) and the
     content of ``files``."""
     h = hashlib.sha256(config.encode())
+    if store.reference is not None:
+        h.update(f"reference:{store.reference.manifest().get('sha256')};".encode())
     for s in specs:
-        try:
-            st = store.path(s.key).stat()
-            h.update(f"{s.key}:{st.st_size}:{st.st_mtime_ns};".encode())
-        except OSError:
-            h.update(f"{s.key}:-;".encode())
+        st = stats.get(s.key) if stats is not None else store.file_stat(s.key)
+        h.update((f"{s.key}:-;" if st is None else f"{s.key}:{st[0]}:{st[1]};").encode())
     for f in sorted(set(files)):
         try:
             h.update(str(f).encode() + f.read_bytes())
@@ -54,7 +57,7 @@ def config_text(cfg: DictConfig) -> str:
     as one text."""
     drawn = {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items()
              if k not in NOT_DRAWN}
-    return f"{commit()}\n{version_text()}\n{OmegaConf.to_yaml(OmegaConf.create(drawn))}"
+    return f"{commit()}\n{version_text()}\n{canonical_json(drawn)}"
 
 
 def report_files(cfg: DictConfig) -> list[Path]:

@@ -34,18 +34,11 @@ from contextlib import closing, contextmanager
 from types import FrameType
 
 from joblib import Parallel, delayed
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from dpbench import compile_cache
 from dpbench.runner.execute import HELD, run_trial
 from dpbench.runner.grid import costliest_first
+from dpbench.runner.progress import progress_bar
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import FAILED, OK
 
@@ -108,13 +101,6 @@ def sigterm_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def progress_bar(disable: bool = False) -> Progress:
-    """The progress bar used by every long-running command."""
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
-                    TimeRemainingColumn(), disable=disable)
 
 
 def run_keyed(key: str, spec: dict, store_root: str, trace_memory: bool,

@@ -38,7 +38,7 @@ from omegaconf import DictConfig, OmegaConf
 from dpbench import compile_cache
 from dpbench.runner.cost import array_tasks
 from dpbench.runner.execute import HELD, run_trial
-from dpbench.runner.local import progress_bar
+from dpbench.runner.progress import progress_bar
 from dpbench.runner.schema import COUNT, Interval, check, invalid
 from dpbench.runner.slurm_queue import ACTIVE_STATES, SlurmError, max_array_size, task_states
 from dpbench.runner.spec import TrialSpec

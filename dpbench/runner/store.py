@@ -409,6 +409,33 @@ class ResultStore:
             if rec is not None:
                 yield rec
 
+    def file_stat(self, key: str) -> tuple[int, int] | None:
+        """(size, modification time in ns) of ``key``'s record file; None if it has none."""
+        try:
+            st = os.stat(f"{self.trials}/{key[:2]}/{key}.json")
+        except OSError:
+            return None
+        return st.st_size, st.st_mtime_ns
+
+    def file_stats(self) -> dict[str, tuple[int, int]]:
+        """:meth:`file_stat` of every record file, from one listing of the store (a
+        command that fingerprints many grids stats each file once, and no absent one)."""
+        out: dict[str, tuple[int, int]] = {}
+        try:
+            folders = [d.path for d in os.scandir(self.trials) if d.is_dir()]
+        except OSError:
+            return out
+        for folder in folders:
+            with os.scandir(folder) as files:
+                for f in files:
+                    if f.name.endswith(".json") and not f.name.startswith("."):
+                        try:
+                            st = f.stat()
+                        except OSError:
+                            continue
+                        out[f.name[:-5]] = (st.st_size, st.st_mtime_ns)
+        return out
+
     def keys(self) -> list[str]:
         """The key of every record file (usable or damaged), sorted."""
         if not self.trials.exists():

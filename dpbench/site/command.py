@@ -6,22 +6,32 @@ fingerprint changed; then the index, the papers' pages and the data files
 from __future__ import annotations
 
 import argparse
+import itertools
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 
-from joblib import Parallel, delayed
 from omegaconf import DictConfig, OmegaConf
+from rich.progress import Progress, TaskID
 
-from dpbench import workspace
+from dpbench import lazy, workspace
 from dpbench.catalog import description
-from dpbench.report.build import build_report, finite_shortfalls
-from dpbench.report.fingerprint import config_text, fingerprint, report_files
+from dpbench.checksum import digest
+from dpbench.report.fingerprint import (
+    FINGERPRINT_FILE,
+    config_text,
+    fingerprint,
+    is_current,
+    mark_built,
+    report_files,
+)
 from dpbench.report.privacy import alerts, budget_note, neighbours_note
 from dpbench.roots import paper_dir, papers_dirs, version_text
-from dpbench.runner.local import progress_bar
+from dpbench.runner.progress import progress_bar
 from dpbench.runner.reference import Reference
+from dpbench.runner.refusals import code_digest
 from dpbench.runner.schema import choices
 from dpbench.runner.store import ResultStore
 from dpbench.site import build
@@ -34,6 +44,10 @@ from dpbench.site.model import (
     counts,
     provenance,
 )
+
+# what only a page drawn now needs: the report's drawing (pandas, matplotlib) and the workers
+report_build = lazy.module("dpbench.report.build")
+joblib = lazy.module("joblib")
 
 
 def papers() -> list[build.Paper]:
@@ -62,9 +76,38 @@ def inputs(cfg: DictConfig) -> list[Path]:
     return [*report_files(cfg), *TEMPLATES.iterdir()]
 
 
-def page_fingerprint(g: workspace.Grid, store: ResultStore) -> str:
-    """What one composed grid's page is built from: its trials, config, code and inputs."""
-    return fingerprint(g.specs, store, config_text(g.cfg), inputs(g.cfg))
+#: the site's own files beside the pages (:func:`index_digest` says when to write them)
+SITE_FILES = ("index.html", "data/trials.csv", "data/trials.parquet")
+
+
+def page_built(out: Path, page: Page) -> str:
+    """The fingerprint a page was saved with ("" if none)."""
+    try:
+        return (out / page.folder / FINGERPRINT_FILE).read_text()
+    except OSError:
+        return ""
+
+
+def index_digest(out: Path, pages: Sequence[Page], experiments: Mapping[str, str | None],
+                 descriptions: Mapping[str, str], version: str) -> str:
+    """What the index, the papers' pages and the data files are built from: the pages
+    (each with its page fingerprint, so a rebuilt page changes it), the experiments and
+    their descriptions, the papers' folders (each file's size and time), the version and
+    dpbench's code."""
+    folders = [str(p.readme.parent) for p in papers()]
+    files = sorted(f for d in folders for f in Path(d).rglob("*") if f.is_file())
+    return digest({"pages": [[asdict(p), page_built(out, p)] for p in pages],
+                   "experiments": dict(experiments), "descriptions": dict(descriptions),
+                   "papers": folders, "files": [[str(f), f.stat().st_size,
+                                                  f.stat().st_mtime_ns] for f in files],
+                   "version": version, "code": code_digest()})
+
+
+def page_fingerprint(g: workspace.Grid, store: ResultStore,
+                     stats: Mapping[str, tuple[int, int]] | None = None) -> str:
+    """What one composed grid's page is built from: its trials (``stats``: the store's
+    listing, :meth:`ResultStore.file_stats`), config, code and inputs."""
+    return fingerprint(g.specs, store, config_text(g.cfg), inputs(g.cfg), stats)
 
 
 def build_page(g: workspace.Grid, store: ResultStore, out: Path, fp: str) -> Page:
@@ -89,10 +132,11 @@ def build_page(g: workspace.Grid, store: ResultStore, out: Path, fp: str) -> Pag
     if not arena:
         experiment = OmegaConf.to_container(cfg.experiment, resolve=True)
         figures = workspace.figure_specs(cfg)
-        marked = [*short, *finite_shortfalls(frame, figures)]   # the page lists both
+        marked = [*short, *report_build.finite_shortfalls(frame, figures)]   # the page lists both
         paths = reused_figures(cfg, specs, store, folder)
         if paths is None and not frame.empty:
-            paths = build_report(frame, experiment, figures, folder, short, origin)
+            paths = report_build.build_report(frame, experiment, figures, folder, short,
+                                              origin)
         paths = paths or []
     page = Page(ARENA if arena else EXPERIMENT, name, profile,
                 None if arena else cfg.experiment.get("paper"), description("experiment", name),
@@ -123,15 +167,15 @@ def reused_figures(cfg: DictConfig, specs: list, store: ResultStore, folder: Pat
     return [Path(shutil.copy2(p, folder / p.name)) for p in drawn]
 
 
-def _build_in_worker(g: workspace.Grid, store_root: str, reference: str | None, out: str,
-                     fp: str) -> Page:
+def _build_in_worker(i: int, g: workspace.Grid, store_root: str, reference: str | None,
+                     out: str, fp: str) -> tuple[int, Page]:
     """:func:`build_page` in a worker process (headless plotting, its own store handle,
-    with the same reference results behind it as the command's)."""
+    with the same reference results behind it as the command's), returned with ``i``."""
     import matplotlib
 
     matplotlib.use("Agg")
     store = ResultStore(store_root, Reference(reference) if reference else None)
-    return build_page(g, store, Path(out), fp)
+    return i, build_page(g, store, Path(out), fp)
 
 
 def site(args: argparse.Namespace) -> int:
@@ -166,41 +210,59 @@ def _build_site(ws: workspace.Workspace, out: Path) -> int:
         [(e, p, tuple(o)) for e, p, o in custom if o and wanted(e, p)]
     version = version_text()
     pages: dict[int, Page] = {}
-    stale: list[tuple[int, workspace.Grid, str]] = []
-    grids = []
-    for experiment, profile, extra in runs:
-        try:
-            grids.append(ws.grid(experiment, profile, extra))
-        except workspace.UserError as exc:   # an ad-hoc grid the code no longer composes
-            print(f"note: ad-hoc run of {experiment} ({' '.join(extra)}) not shown: {exc}",
-                  file=sys.stderr)
-    for i, g in enumerate(grids):
-        fp = page_fingerprint(g, store)
-        cached = Page.load(out / g.folder, fp)
-        if cached is None:
-            stale.append((i, g, fp))
-        else:
-            pages[i] = cached
-    workers = workspace.drawing_workers(overrides, base, len(stale))
+
+    def stale_pages(bar: Progress, task: TaskID) -> Iterator[tuple[int, workspace.Grid, str]]:
+        """Each run's grid, composed as the workers draw the pages before it (the arenas
+        first: the longest pages, so the workers end together); a current page is kept."""
+        for i in sorted(range(len(runs)), key=lambda i: not workspace.is_arena(runs[i][0])):
+            experiment, profile, extra = runs[i]
+            try:
+                g = ws.grid(experiment, profile, extra)
+            except workspace.UserError as exc:  # an ad-hoc grid the code no longer composes
+                print(f"note: ad-hoc run of {experiment} ({' '.join(extra)}) not shown: "
+                      f"{exc}", file=sys.stderr)
+                bar.advance(task)
+                continue
+            fp = page_fingerprint(g, store, stats)
+            cached = Page.load(out / g.folder, fp)
+            if cached is None:
+                yield i, g, fp
+            else:
+                pages[i] = cached
+                bar.advance(task)
+
+    stats = store.file_stats()          # one listing of the store for every page
+    rebuilt = 0
     with progress_bar(disable=not base.runner.get("progress", True)) as bar:
-        task = bar.add_task("site", total=len(stale), status=f"{workers} worker(s)")
+        task = bar.add_task("site", total=len(runs), status="")
+        jobs = stale_pages(bar, task)
+        first = next(jobs, None)            # none stale (a warm site): no worker started
+        todo = [] if first is None else itertools.chain([first], jobs)
+        workers = 1 if first is None else \
+            workspace.drawing_workers(overrides, base, len(runs))
+        bar.update(task, status=f"{workers} worker(s)")
         if workers == 1:
-            built = (build_page(g, store, out, fp) for _, g, fp in stale)
+            built = ((i, build_page(g, store, out, fp)) for i, g, fp in todo)
         else:
             reference = None if store.reference is None else str(store.reference.folder)
-            built = Parallel(n_jobs=workers, return_as="generator")(
-                delayed(_build_in_worker)(g, str(store.root), reference, str(out), fp)
-                for _, g, fp in stale)
-        for (i, _, _), page in zip(stale, built, strict=True):
+            built = joblib.Parallel(n_jobs=workers, return_as="generator")(
+                joblib.delayed(_build_in_worker)(i, g, str(store.root), reference, str(out), fp)
+                for i, g, fp in todo)
+        for i, page in built:
             pages[i] = page
+            rebuilt += 1
             bar.advance(task)
-    rebuilt = len(stale)
-    pages = [pages[i] for i in range(len(grids))]
+    pages = [pages[i] for i in sorted(pages)]
     experiments = {n: None if workspace.is_arena(n)
                    else str(workspace.experiment_field(n, "paper") or "") for n in sorted(names)}
-    build.write_index(out, papers(), experiments,
-                      {n: description("experiment", n) for n in names}, pages, version)
-    build.write_data(out, pages)
+    descriptions = {n: description("experiment", n) for n in names}
+    built_from = index_digest(out, pages, experiments, descriptions, version)
+    if not (rebuilt == 0 and is_current(out, built_from)
+            and all((out / f).is_file() for f in SITE_FILES)):
+        (out / FINGERPRINT_FILE).unlink(missing_ok=True)    # stale until both are written
+        build.write_index(out, papers(), experiments, descriptions, pages, version)
+        build.write_data(out, pages)
+        mark_built(out, built_from)
     if not runs:
         print(f"no `dpbench run` recorded under {store.root}: the site lists the experiments "
               "only; run one, e.g. `make demo`", file=sys.stderr)

@@ -254,6 +254,8 @@ def test_only_a_page_whose_trials_changed_is_rebuilt(built) -> None:
     again = run_cli("site", f"results_dir={site}", "runner.progress=false", env=env,
                     check=True)
     assert "3 page(s), 0 rebuilt, 3 unchanged" in again.stdout, again.stdout
+    own = [site / "site" / f for f in ("index.html", "data/trials.csv", "data/trials.parquet")]
+    before = [f.stat().st_mtime_ns for f in own]
     toy = {s.key for s in specs}
     record = next(p for p in (site / "store" / "trials").glob("*/*.json") if p.stem not in toy)
     st = record.stat()
@@ -262,6 +264,11 @@ def test_only_a_page_whose_trials_changed_is_rebuilt(built) -> None:
                       check=True)
     # the trial is on linreg_adult's page and on its ad-hoc page: both, not the arena's
     assert "3 page(s), 2 rebuilt, 1 unchanged" in changed.stdout, changed.stdout
+    # the index and the data files: kept while no page changed, written again when one did
+    assert [f.stat().st_mtime_ns for f in own] != before
+    kept = [f.stat().st_mtime_ns for f in own]
+    run_cli("site", f"results_dir={site}", "runner.progress=false", env=env, check=True)
+    assert [f.stat().st_mtime_ns for f in own] == kept
 
 
 def test_bad_input_is_one_line_before_any_work(site: Path) -> None:
