@@ -236,10 +236,10 @@ def _build_site(ws: workspace.Workspace, out: Path) -> int:
     with progress_bar(disable=not base.runner.get("progress", True)) as bar:
         task = bar.add_task("site", total=len(runs), status="")
         jobs = stale_pages(bar, task)
-        first = next(jobs, None)            # none stale (a warm site): no worker started
-        todo = [] if first is None else itertools.chain([first], jobs)
-        workers = 1 if first is None else \
-            workspace.drawing_workers(overrides, base, len(runs))
+        # none or one page stale (a warm site, one grid re-run): drawn here, no worker started
+        head = list(itertools.islice(jobs, 2))
+        todo = itertools.chain(head, jobs)
+        workers = 1 if len(head) < 2 else workspace.drawing_workers(overrides, base, len(runs))
         bar.update(task, status=f"{workers} worker(s)")
         if workers == 1:
             built = ((i, build_page(g, store, out, fp)) for i, g, fp in todo)
