@@ -20,7 +20,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -352,16 +352,14 @@ def arena_grid(cfg: DictConfig, *, data: bool = True, store: ResultStore | None 
         if data:
             preflight(specs)
             if store is not None:     # passed: kept, so ``plan`` need not load the data
-                refusals.keep(store, refusals_name(cfg), str(cfg.experiment.name),
-                              str(cfg.profile.name), specs, [], [])
+                keep_refusals(cfg, store, specs, [], [], quiet=False)
         return specs, refused
     if not data:
         return specs, refused
     by_grid = list(refused)
     refused += preflight(specs, collect=True)
     if store is not None:
-        refusals.keep(store, refusals_name(cfg), str(cfg.experiment.name),
-                      str(cfg.profile.name), specs, by_grid, refused)
+        keep_refusals(cfg, store, specs, by_grid, refused, quiet=False)
     return without(specs, refused), refused
 
 
@@ -377,6 +375,20 @@ def refusals_name(cfg: DictConfig) -> str:
     return f"{cfg.experiment.name}@{cfg.profile.name}{custom_suffix(cfg)}"
 
 
+def keep_refusals(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
+                  by_grid: Sequence[RefusedCell], refused: Sequence[RefusedCell], *,
+                  quiet: bool = True) -> None:
+    """Store the grid's refused cells under :func:`refusals_name` (``runner/refusals.py``);
+    ``quiet``: a reader's cache, so a store it cannot write is left as it is (``run``'s
+    own record is not quiet: a store it cannot write is an error)."""
+    try:
+        refusals.keep(store, refusals_name(cfg), str(cfg.experiment.name),
+                      str(cfg.profile.name), specs, by_grid, refused)
+    except OSError:
+        if not quiet:
+            raise
+
+
 def refused_cells(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
                   by_grid: Sequence[RefusedCell]) -> list[RefusedCell]:
     """Every refused cell of an arena grid whose config allows ``specs`` and refuses
@@ -388,9 +400,7 @@ def refused_cells(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec
     if kept is not None:
         return [RefusedCell(*r) for r in kept]
     found = [*by_grid, *preflight(specs, collect=True)]
-    with suppress(OSError):
-        refusals.keep(store, refusals_name(cfg), str(cfg.experiment.name),
-                      str(cfg.profile.name), specs, by_grid, found)
+    keep_refusals(cfg, store, specs, by_grid, found)
     return found
 
 
@@ -406,9 +416,7 @@ def planned(cfg: DictConfig, store: ResultStore, unloaded: list[str]
     if refusals.stored(store, refusals_name(cfg), specs, []) != []:
         preflight(specs, unloaded=unloaded)
         if not unloaded:
-            with suppress(OSError):
-                refusals.keep(store, refusals_name(cfg), str(cfg.experiment.name),
-                              str(cfg.profile.name), specs, [], [])
+            keep_refusals(cfg, store, specs, [], [])
     return specs, []
 
 

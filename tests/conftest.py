@@ -190,3 +190,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                        and not item.get_closest_marker("xdist_group") for item in items]
         order = sorted(range(len(items)), key=lambda i: not single_slow[i])   # stable
         items[:] = [items[i] for i in order]
+
+
+#: Every test's call time of the last run (``.pytest_cache/v/dpbench/durations``), written by
+#: the controlling process: ``scripts/test_durations.py`` lists the slowest tests and modules
+#: of a run after the fact, since CI's ``--durations=25`` shows only the first 25.
+_DURATIONS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when in ("setup", "call", "teardown"):
+        _DURATIONS[report.nodeid] = _DURATIONS.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if hasattr(config, "workerinput") or config.cache is None or not _DURATIONS:
+        return
+    config.cache.set("dpbench/durations", dict(sorted(_DURATIONS.items())))
