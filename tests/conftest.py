@@ -205,6 +205,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
-    if hasattr(config, "workerinput") or config.cache is None or not _DURATIONS:
+    if hasattr(config, "workerinput") or getattr(config, "cache", None) is None \
+            or not _DURATIONS:
         return
     config.cache.set("dpbench/durations", dict(sorted(_DURATIONS.items())))

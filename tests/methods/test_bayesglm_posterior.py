@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import pytest
@@ -36,7 +38,13 @@ def test_small_noise_large_n_posterior_mean_approaches_the_nonprivate_one(large)
     # paper sign of E[y|x] mirrors theta: test_bayesglm_moments shows the flipped moments.)
     m = _fit(large, 1e4)
     assert m.release_.sigma < 0.02
-    base = nonprivate_posterior(*m.bounded(large.train), m.baseline_spec(), use_cache=False)
+    # the reference with fewer draws (2 chains, 300 + 200 steps each: its mean's Monte Carlo
+    # error ~0.045 / sqrt(200) = 0.003, well inside 0.03); NUTS on 20,000 records' exact
+    # likelihood is the slow part of this test (~47 s at the fit's 4 x (500 + 200) steps)
+    spec = m.baseline_spec()
+    spec = replace(spec, settings=replace(spec.settings, num_warmup=300, num_samples=400,
+                                          num_chains=2))
+    base = nonprivate_posterior(*m.bounded(large.train), spec, use_cache=False)
     ref = base.flat.mean(axis=0)
     assert np.abs(m.coef_ - ref).max() < 0.03, (m.coef_, ref)
     assert np.abs(m.coef_ - large.train.truth["theta"]).max() < 0.15
@@ -105,3 +113,44 @@ def test_loaders_respect_the_public_bounds() -> None:
         assert np.linalg.norm(tr.X, axis=1).max() <= 1.0 + 1e-12
         assert np.all(tr.y <= tr.y_bound)
     assert set(np.unique(adult(rng=rng).train.y)) == {-1.0, 1.0}
+
+
+def _toy_model(x: object, *, k: int) -> None:
+    """Sites of every support the Bayesian GLM's models use (real, positive, a correlation
+    Cholesky factor) and a deterministic site, observed through x."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    a = numpyro.sample("a", dist.Normal(0.0, 1.0).expand([k]).to_event(1))
+    tau = numpyro.sample("tau", dist.HalfNormal(1.0).expand([k]).to_event(1))
+    chol = numpyro.sample("L", dist.LKJCholesky(k, 2.0))
+    theta = numpyro.deterministic("theta", tau * (chol @ a))
+    numpyro.sample("x", dist.Normal(theta, 1.0).to_event(1), obs=x)
+
+
+def test_the_samplers_layout_is_numpyros_without_running_the_model() -> None:
+    # sampling._layout traces NumPyro's initialize_model abstractly instead of running it
+    # (the run compiles one XLA program per operation: ~20 s for the noise-aware model);
+    # it must give what the run gives: every site's shape, the fixed sites' starting values
+    # to the bit, and the same potential and post-processing (checked at those values)
+    import jax
+    import jax.numpy as jnp
+    from numpyro.infer.util import init_to_value, initialize_model
+
+    from dpbench.methods.bayes.sampling import _layout
+
+    fixed = {"tau": jnp.asarray([0.5, 1.5, 2.0]), "L": jnp.eye(3)}
+    x = (jnp.asarray([0.3, -0.2, 1.1]),)
+    fn = partial(_toy_model, k=3)
+    template, potential_gen, post_gen = _layout(fn, fixed, x)
+    info = initialize_model(jax.random.PRNGKey(0), fn, model_args=x, dynamic_args=True,
+                            init_strategy=init_to_value(values=fixed))
+    ref = info.param_info.z
+    assert {k: v.shape for k, v in template.items()} == {k: v.shape for k, v in ref.items()}
+    for k in fixed:
+        assert np.array_equal(template[k], ref[k]), k
+    assert float(potential_gen(*x)(ref)) == float(info.potential_fn(*x)(ref))
+    mine, theirs = post_gen(*x)(ref), info.postprocess_fn(*x)(ref)
+    assert set(mine) == set(theirs) == {"a", "tau", "L", "theta"}
+    for k in mine:
+        assert np.array_equal(mine[k], theirs[k]), k

@@ -28,8 +28,9 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from numpy.typing import NDArray
 from numpyro.diagnostics import split_gelman_rubin
+from numpyro.distributions.transforms import biject_to
 from numpyro.infer.hmc import hmc
-from numpyro.infer.util import init_to_value, initialize_model
+from numpyro.infer.util import init_to_value, initialize_model, transform_fn
 
 SAMPLERS = ("nuts", "mh")
 CHAIN_METHODS = ("vectorized", "parallel", "sequential")
@@ -114,13 +115,10 @@ def _program(model: Callable[..., None], s: Settings, init: tuple, static: tuple
     (``example`` only fixes their shapes and the parameter layout)."""
     fn = partial(model, **dict(static))
     fixed = {k: jnp.asarray(np.reshape(v, shape)) for k, shape, v in init}
-    info = initialize_model(jax.random.PRNGKey(0), fn, model_args=example, dynamic_args=True,
-                            init_strategy=init_to_value(values=fixed))
-    template = info.param_info.z
+    template, potential_gen, postprocess_gen = _layout(fn, fixed, example)
     flat0, unravel = ravel_pytree(template)
     free = ravel_pytree({k: jnp.full(jnp.shape(v), k not in fixed)
                          for k, v in template.items()})[0]
-    potential_gen, postprocess_gen = info.potential_fn, info.postprocess_fn
 
     def start(key: jax.Array, potential: Callable) -> jax.Array:
         """A finite-density start: fixed sites at their values, the rest U(-2, 2)."""
@@ -198,6 +196,37 @@ def _program(model: Callable[..., None], s: Settings, init: tuple, static: tuple
         par = jax.pmap(chain, in_axes=(0,) + (None,) * n_args)
         return lambda key, *a: par(jax.random.split(key, s.num_chains), *a)
     return jax.jit(run)
+
+
+def _layout(fn: Callable[..., None], fixed: dict[str, jax.Array], example: tuple
+            ) -> tuple[dict[str, jax.Array], Callable, Callable]:
+    """The unconstrained parameters of model ``fn`` (the sites in ``fixed`` at their
+    starting values, the others zero: ``start`` draws them) and its potential and
+    post-processing generators, as NumPyro's ``initialize_model`` makes them.
+
+    ``initialize_model`` is traced abstractly (``jax.eval_shape``), not run: run, it
+    evaluates the model and its gradient operation by operation to find a valid start,
+    compiling one small XLA program per operation (~20 s for the noise-aware model, in
+    every process), and that start is not used here. The generators depend only on the
+    model's form (its supports are constants), not on the traced values. The fixed sites'
+    values are NumPyro's own transform of them (``transform_fn`` with each site's
+    ``biject_to(support)``, as ``initialize_model`` computes them for ``init_to_value``)."""
+    found: dict[str, Any] = {}
+
+    def probe(*args: jax.Array) -> dict[str, jax.Array]:
+        found["info"] = initialize_model(jax.random.PRNGKey(0), fn, model_args=args,
+                                         dynamic_args=True,
+                                         init_strategy=init_to_value(values=fixed))
+        return found["info"].param_info.z
+
+    shapes = jax.eval_shape(probe, *example)
+    info = found["info"]
+    to_free = {k: biject_to(site["fn"].support) for k, site in info.model_trace.items()
+               if k in fixed}
+    starts = transform_fn(to_free, fixed, invert=True)
+    template = {k: starts[k] if k in fixed else jnp.zeros(v.shape, v.dtype)
+                for k, v in shapes.items()}
+    return template, info.potential_fn, info.postprocess_fn
 
 
 def _freeze(values: dict[str, NDArray] | None) -> tuple:
