@@ -192,7 +192,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [items[i] for i in order]
 
 
-#: Every test's call time of the last run (``.pytest_cache/v/dpbench/durations``), written by
+#: Every test's time in the last run that ran it (``.pytest_cache/v/dpbench/durations``), by
 #: the controlling process: ``scripts/test_durations.py`` lists the slowest tests and modules
 #: of a run after the fact, since CI's ``--durations=25`` shows only the first 25.
 _DURATIONS: dict[str, float] = {}
@@ -208,4 +208,5 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if hasattr(config, "workerinput") or getattr(config, "cache", None) is None \
             or not _DURATIONS:
         return
-    config.cache.set("dpbench/durations", dict(sorted(_DURATIONS.items())))
+    kept = config.cache.get("dpbench/durations", {})     # a partial run updates its tests
+    config.cache.set("dpbench/durations", dict(sorted({**kept, **_DURATIONS}.items())))

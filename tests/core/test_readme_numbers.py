@@ -39,6 +39,8 @@ def test_a_changed_quoted_line_is_caught(tmp_path: Path,
     for name, path in arena_summary.FILES.items():
         files[name].write_text(path.read_text())
     monkeypatch.setattr(arena_summary, "FILES", files)
+    once = arena_summary.blocks(tmp_path / "results")  # the reference alone, built once
+    monkeypatch.setattr(arena_summary, "blocks", lambda _results: once)  # for the 3 calls
     readme = files["readme"].read_text()
     files["readme"].write_text(arena_summary.replaced(readme, "readme", "| made up |\n"))
     assert arena_summary.main(["--check"]) == 1
