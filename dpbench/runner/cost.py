@@ -130,6 +130,12 @@ def budgets_of(spec: TrialSpec) -> str:
     return digest({**spec.identity(), "trial": None, "epsilon": None})
 
 
+def cell_and_budgets(spec: TrialSpec) -> tuple[str, str]:
+    """(:func:`cell_of`, :func:`budgets_of`) from one reading of the spec's identity."""
+    ident = {**spec.identity(), "trial": None}
+    return digest(ident), digest({**ident, "epsilon": None})
+
+
 def data_of(spec: TrialSpec) -> str:
     """The trial's dataset (name, loader, parameters), whatever its trial number."""
     return digest({k: v for k, v in spec.data_identity().items() if k != "trial"})
@@ -272,12 +278,14 @@ class Estimator:
         every = [*self.trials, *self.reference]
         self._data = {id(t): data_of(t.spec) for t in every}
         self._ref_cells: dict[str, list[Stored]] = {}
+        keys = {id(t): cell_and_budgets(t.spec) for t in every}   # one identity a trial
         for trials, cells in ((self.trials, self._cells), (self.reference, self._ref_cells)):
             for t in trials:
-                cells.setdefault(cell_of(t.spec), []).append(t)
+                cells.setdefault(keys[id(t)][0], []).append(t)
         self._budgets: dict[str, dict[float, str]] = {}   # cell without budget -> eps -> cell
         for t in every:
-            self._budgets.setdefault(budgets_of(t.spec), {})[t.spec.epsilon] = cell_of(t.spec)
+            cell, budgets = keys[id(t)]
+            self._budgets.setdefault(budgets, {})[t.spec.epsilon] = cell
         for t in every:
             if t.lower_bound:                # a bound, not a time: no model fits on it
                 continue
