@@ -1003,7 +1003,7 @@ def draw_figures(ws: Workspace, names: Sequence[str | None], profiles: Sequence[
     profile_given = list(profiles) == [None]
     drawn: list[Drawn] = []
     skipped: list[str] = []
-    for name in names if ws.store.keys() else []:
+    for name in names if ws.store.keys() or ws.store.reference is not None else []:
         for profile in profiles:
             g = ws.grid(name, profile)
             held = ws.held(g)

@@ -68,6 +68,11 @@ def test_an_empty_store_reads_the_reference(fixture_reference: Path, tmp_path: P
     out = tmp_path / "fresh"
     status = run_cli("status", EXP, f"results_dir={out}", env=env, check=True).stdout
     assert "total: ok 5, failed 0, pending 0" in status, status
+    # figures: drawn from the reference alone (an empty local store drew nothing before)
+    figures = run_cli("figures", EXP, f"results_dir={out}", env=env, check=True).stdout
+    assert "built from stored results (experiment: profiles): exrisk_fig1: default" in figures, \
+        figures
+    assert any((out / "figures").rglob("*.png")), figures
     run = run_cli("run", EXP, f"results_dir={out}", "runner.n_jobs=1", env=env, check=True)
     assert not stored_records(out), run.stdout          # nothing ran: the reference holds it
     run_cli("site", f"results_dir={out}", env=env, check=True)
