@@ -1,9 +1,10 @@
 """The ``dpbench`` command's entry point, kept light so that it answers at once.
 
-It pins XLA to one thread, re-executes with a fixed ``PYTHONHASHSEED`` (both from
-``compile_cache``, which imports only the standard library) and parses the command line
-before anything heavy is imported: ``--help``, ``--version`` and a usage error cost no
-import of Hydra, pandas, JAX or torch, and the re-execution no longer pays for them twice.
+It pins XLA to one thread, parses the command line and (for a command that may run a
+mechanism) re-executes with a fixed ``PYTHONHASHSEED`` (both from ``compile_cache``, which
+imports only the standard library) before anything heavy is imported: ``--help``,
+``--version`` and a usage error cost no import of Hydra, pandas, JAX or torch, and the
+re-execution no longer pays for them twice.
 The commands themselves are in the modules :data:`COMMANDS` names (:mod:`dpbench.cli`,
 :mod:`dpbench.listing`, the site's and the audit's), imported by name only to run one: a
 command imports what it needs, and ``dpbench list`` neither Hydra nor the report.
@@ -45,6 +46,9 @@ COMMANDS = [("run", "run (or resume) an experiment's grid", "dpbench.cli:run"),
 #: module was never imported cannot have been raised), so naming them imports nothing
 ONE_LINE_ERRORS = ("dpbench.workspace:UserError", "dpbench.data.files:DataError",
                    "dpbench.runner.schema:ConfigError")
+#: the commands that run no mechanism and start no worker, so no compiled program is looked
+#: up: they print what they found without re-executing for a fixed hash seed (~0.1 s)
+NO_HASH_SEED = ("plan", "status", "list")
 #: SIGTERM, as the local runner raises it (``module:class``)
 TERMINATED = "dpbench.runner.local:Terminated"
 
@@ -84,16 +88,17 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``dpbench`` command (``argv`` None: ``sys.argv``).
 
-    As the command (``argv`` None) it first re-executes itself with ``PYTHONHASHSEED=0``
-    when the variable is unset (compile_cache.reexec_with_hash_seed: same pid, exit status
-    and streams), so trials run in this process and in its workers and SLURM tasks find
-    the compiled JAX programs of other processes; a user-set ``PYTHONHASHSEED`` is kept.
+    As the command (``argv`` None) it re-executes itself with ``PYTHONHASHSEED=0`` when
+    the variable is unset (compile_cache.reexec_with_hash_seed: same pid, exit status and
+    streams), so trials run in this process and in its workers and SLURM tasks find the
+    compiled JAX programs of other processes; a user-set ``PYTHONHASHSEED`` is kept, and
+    the :data:`NO_HASH_SEED` commands answer in the first process.
     It also runs XLA on one thread unless ``NPROC`` is set (compile_cache.pin_xla_threads):
     results independent of the worker and core count, one core per worker."""
     compile_cache.pin_xla_threads()      # before any JAX computation; workers inherit it
-    if argv is None:
-        compile_cache.reexec_with_hash_seed()
     args = parser().parse_args(argv)
+    if argv is None and args.command not in NO_HASH_SEED:
+        compile_cache.reexec_with_hash_seed()
     return dispatch(args, command(args.command))
 
 

@@ -13,6 +13,7 @@ this module gives it. Nothing here imports either of them.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 import shutil
@@ -22,19 +23,18 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import hydra
 import omegaconf
-from hydra import compose, initialize_config_dir
-from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from dpbench import lazy
 from dpbench.artifacts import atomic_write_bytes
 from dpbench.checksum import BadSeal, seal, unseal
+from dpbench.compile_cache import cache_root
 from dpbench.data.files import DataError, MissingDownload, data_root
 from dpbench.report.figure_keys import check_figure
 from dpbench.report.fingerprint import (
@@ -139,16 +139,33 @@ def compose_config(overrides: Sequence[str]) -> DictConfig:
     extra = conf_dirs()[1:]
     if extra:  # configs outside the repository (DPBENCH_PATH): Hydra searches them too
         overrides.append("hydra.searchpath=[" + ",".join(f"file://{p}" for p in extra) + "]")
-    fast_omegaconf_load()
-    try:
-        with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
-            cfg = compose(config_name="config", overrides=list(overrides))
-    except (HydraException, OmegaConfBaseException) as exc:
-        msg = " ".join(str(exc).split())
-        raise UserError(f"bad override: {msg}") from None
+    kept = cache_root() / "configs" / f"{digest(overrides)[:24]}.cfg"
+    inputs = digest({"overrides": overrides, "conf": conf_state()})
+    cfg = read_kept(kept, COMPOSED_TAG, inputs)
+    if not isinstance(cfg, DictConfig):
+        cfg = hydra_compose(overrides)
+        try:
+            write_kept(kept, COMPOSED_TAG, inputs, cfg)
+        except OSError:                 # a read-only cache: composed again next time
+            pass
     apply_experiment_profile(cfg, overrides)
     check_settings(cfg)
     return cfg
+
+
+def hydra_compose(overrides: Sequence[str]) -> DictConfig:
+    """Hydra's compose of conf/ (Hydra is imported here: a command whose config is kept,
+    :func:`compose_config`, never imports it)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+
+    fast_omegaconf_load()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
+            return compose(config_name="config", overrides=list(overrides))
+    except (HydraException, OmegaConfBaseException) as exc:
+        msg = " ".join(str(exc).split())
+        raise UserError(f"bad override: {msg}") from None
 
 
 def group_path(group: str, name: str) -> str:
@@ -920,6 +937,8 @@ class Workspace:
 
 #: the header of a kept grid's file (``checksum.seal``: checked before it is unpickled)
 KEPT_TAG = b"dpbench-grid 2\n"
+#: the header of a composed config's file (:func:`compose_config`)
+COMPOSED_TAG = b"dpbench-config 1\n"
 
 
 def _stats(files: Sequence[Path]) -> list[str]:
@@ -933,15 +952,31 @@ def _stats(files: Sequence[Path]) -> list[str]:
     return out
 
 
+def _versions() -> dict[str, str]:
+    """dpbench's code (``runner.refusals.code_digest``), Hydra's and OmegaConf's versions."""
+    return {"code": refusals.code_digest(), "hydra": metadata.version("hydra-core"),
+            "omegaconf": omegaconf.__version__}
+
+
 def tree_state() -> str:
     """A digest of what composing and expanding any grid reads beyond its overrides:
-    dpbench's code (``runner.refusals.code_digest``), Hydra's and OmegaConf's versions, and
-    the size and modification time of every file under each root's ``conf/`` and under the
-    data root."""
+    :func:`_versions`, and the size and modification time of every file under each root's
+    ``conf/`` and under the data root."""
     files = [f for d in [*conf_dirs(), data_root()] if d.is_dir() for f in d.rglob("*")
              if f.is_file()]
-    return digest({"code": refusals.code_digest(), "hydra": hydra.__version__,
-                   "omegaconf": omegaconf.__version__, "files": _stats(files)})
+    return digest({**_versions(), "files": _stats(files)})
+
+
+def conf_state() -> str:
+    """A digest of what Hydra's compose reads beyond the overrides: :func:`_versions`, and
+    the path and content of every file under each root's ``conf/`` (~150 small yamls: their
+    bytes, not their modification times, which a quick rewrite can leave equal)."""
+    h = hashlib.sha256(digest(_versions()).encode())
+    for d in conf_dirs():
+        for f in sorted(d.rglob("*")):
+            if f.is_file():
+                h.update(f"{f}\0{f.stat().st_size}\0".encode() + f.read_bytes())
+    return h.hexdigest()
 
 
 def grid_inputs(overrides: Sequence[str], tree: str) -> str:
@@ -951,38 +986,51 @@ def grid_inputs(overrides: Sequence[str], tree: str) -> str:
     return digest({"overrides": list(overrides), "tree": tree, "named": _stats(named)})
 
 
+def read_kept(path: Path, tag: bytes, inputs: str) -> object | None:
+    """What :func:`write_kept` kept in ``path`` from ``inputs`` (a digest of everything it
+    was built from), else None: absent, built from other inputs (stale: never unpickled,
+    e.g. written by another OmegaConf), or damaged (its seal is checked before it is
+    unpickled)."""
+    try:
+        built_from, _, kept = unseal(tag, path.read_bytes()).partition(b"\n")
+    except (OSError, BadSeal):
+        return None
+    if built_from.decode(errors="replace") != inputs:
+        return None
+    try:
+        return pickle.loads(kept)
+    except (pickle.UnpicklingError, ValueError, TypeError, EOFError, AttributeError,
+            ImportError):
+        return None
+
+
+def write_kept(path: Path, tag: bytes, inputs: str, obj: object) -> None:
+    """Keep ``obj``, built from ``inputs``, in ``path`` (atomically, sealed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, seal(tag, inputs.encode() + b"\n" + pickle.dumps(obj)))
+
+
 def _kept_path(folder: Path, overrides: Sequence[str]) -> Path:
     return folder / f"{digest(list(overrides))[:24]}.grid"
 
 
 def kept_grid(folder: Path, overrides: Sequence[str], tree: str) -> Grid | None:
     """The grid :func:`keep_grid` kept in ``folder`` for ``overrides`` while nothing it was
-    composed and expanded from changed (:func:`grid_inputs`), else None (also for a file
-    that is damaged: its seal is checked before it is unpickled)."""
-    try:
-        built_from, _, kept = unseal(KEPT_TAG, _kept_path(folder, overrides).read_bytes()
-                                     ).partition(b"\n")
-    except (OSError, BadSeal):
+    composed and expanded from changed (:func:`grid_inputs`), else None."""
+    kept = read_kept(_kept_path(folder, overrides), KEPT_TAG, grid_inputs(overrides, tree))
+    if not isinstance(kept, tuple):
         return None
-    if built_from.decode(errors="replace") != grid_inputs(overrides, tree):
-        return None          # stale: never unpickled (e.g. written by another OmegaConf)
-    try:
-        cfg, specs, refused = pickle.loads(kept)
-    except (pickle.UnpicklingError, ValueError, TypeError, EOFError, AttributeError,
-            ImportError):
-        return None
+    cfg, specs, refused = kept
     return Grid(cfg, specs, [RefusedCell(*r) for r in refused])
 
 
 def keep_grid(folder: Path, overrides: Sequence[str], tree: str, g: Grid) -> None:
-    """Keep grid ``g`` composed from ``overrides`` in ``folder`` (atomically, sealed), with
-    the digest of what it comes from (:func:`grid_inputs`)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Keep grid ``g`` composed from ``overrides`` in ``folder``, with the digest of what it
+    comes from (:func:`grid_inputs`)."""
     for s in g.specs:           # each key (a digest) kept with its spec: not computed again
         _ = s.key
-    kept = pickle.dumps((g.cfg, g.specs, [tuple(r) for r in g.refused]))
-    atomic_write_bytes(_kept_path(folder, overrides),
-                       seal(KEPT_TAG, grid_inputs(overrides, tree).encode() + b"\n" + kept))
+    write_kept(_kept_path(folder, overrides), KEPT_TAG, grid_inputs(overrides, tree),
+               (g.cfg, g.specs, [tuple(r) for r in g.refused]))
 
 
 @dataclass(frozen=True)

@@ -141,6 +141,20 @@ def data_of(spec: TrialSpec) -> str:
     return digest({k: v for k, v in spec.data_identity().items() if k != "trial"})
 
 
+#: a trial key's (cell, budgets, data): three hashes of its identity, computed once per
+#: process (:func:`identities`) or read with a reference file (``read_reference``'s cache)
+IDENTITIES: dict[str, tuple[str, str, str]] = {}
+
+
+def identities(spec: TrialSpec) -> tuple[str, str, str]:
+    """(:func:`cell_of`, :func:`budgets_of`, :func:`data_of`) of ``spec``, each hashed once
+    per trial key: a plan prices a grid against every reference fit dpbench ships."""
+    found = IDENTITIES.get(spec.key)
+    if found is None:
+        found = IDENTITIES[spec.key] = (*cell_and_budgets(spec), data_of(spec))
+    return found
+
+
 def group_of(spec: TrialSpec) -> tuple[str, ...]:
     """What one cost model covers: a method (its name without a sweep's ``[...]``) of one
     class with its budgets in one unit."""
@@ -201,7 +215,7 @@ class Estimate:
 def reference_trials(lines: Iterable[Mapping[str, Any]]) -> list[Stored]:
     """The lines of a reference file (:func:`~dpbench.runner.reference_costs.read_reference`)
     as stored trials."""
-    return [Stored(TrialSpec.from_dict(ln["spec"]), float(ln["seconds"]),
+    return [Stored(TrialSpec.from_dict(ln["spec"], key=ln["key"]), float(ln["seconds"]),
                    float(ln["peak_rss_mb"]) if is_number(ln.get("peak_rss_mb")) else None,
                    (int(ln["n_train"]), int(ln["d"])), bool(ln.get("unfinished")),
                    *artifact_of(ln), wall=ln.get("seconds_are") != "cpu")
@@ -276,15 +290,15 @@ class Estimator:
         self.trials = [t for t in self.trials if not t.wall]
         self.reference = [t for t in self.reference if not t.wall]
         every = [*self.trials, *self.reference]
-        self._data = {id(t): data_of(t.spec) for t in every}
+        keys = {id(t): identities(t.spec) for t in every}   # one identity a trial
+        self._data = {id(t): keys[id(t)][2] for t in every}
         self._ref_cells: dict[str, list[Stored]] = {}
-        keys = {id(t): cell_and_budgets(t.spec) for t in every}   # one identity a trial
         for trials, cells in ((self.trials, self._cells), (self.reference, self._ref_cells)):
             for t in trials:
                 cells.setdefault(keys[id(t)][0], []).append(t)
         self._budgets: dict[str, dict[float, str]] = {}   # cell without budget -> eps -> cell
         for t in every:
-            cell, budgets = keys[id(t)]
+            cell, budgets, _ = keys[id(t)]
             self._budgets.setdefault(budgets, {})[t.spec.epsilon] = cell
         for t in every:
             if t.lower_bound:                # a bound, not a time: no model fits on it

@@ -22,18 +22,24 @@ replace it once their trials exist.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
+import pickle
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dpbench.checksum import replace_file
+from dpbench.checksum import BadSeal, discard, replace_file, seal, unseal
+from dpbench.compile_cache import cache_root
 from dpbench.roots import paper_dir, papers_dirs
-from dpbench.runner.cost import artifact_of, record_mem_mb, record_seconds
+from dpbench.runner.cost import IDENTITIES, artifact_of, identities, record_mem_mb, record_seconds
 from dpbench.runner.reference import machine_text  # noqa: F401 (the export script's)
 from dpbench.runner.schema import ConfigError, entries
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import OK, is_number
+
+log = logging.getLogger(__name__)
 
 FILE = "costs.jsonl"
 #: what a reference line must hold, and of which JSON type
@@ -78,9 +84,62 @@ def reference_files(paper: str | None, experiment: str) -> list[Path]:
 
 
 def read_reference(path: Path) -> list[dict[str, Any]]:
-    """The lines of a reference file (ConfigError naming the file and line if one is bad)."""
+    """The lines of a reference file (ConfigError naming the file and line if one is bad).
+
+    A file read before (the same bytes, read by the same code) comes from a sealed cache
+    in ``<cache_root>/reference-costs``, with each line's trial identities
+    (:data:`~dpbench.runner.cost.IDENTITIES`): ``plan`` reads every shipped file, ~1,500
+    lines whose checks and hashes cost more than the rest of its cost model."""
+    data = path.read_bytes()
+    cache = _cache_file(path, data)
+    try:
+        lines, known = pickle.loads(unseal(_TAG, cache.read_bytes()))
+    except FileNotFoundError:
+        pass
+    except (OSError, BadSeal, pickle.UnpicklingError, ValueError, TypeError, EOFError) as exc:
+        discard(cache, exc, log, "read from its file again")
+    else:
+        IDENTITIES.update(known)
+        return lines
+    lines = _parse(path, data.decode("utf-8"))
+    known = {ln["key"]: identities(TrialSpec.from_dict(ln["spec"], key=ln["key"]))
+             for ln in lines}
+    _keep(cache, seal(_TAG, pickle.dumps((lines, known), protocol=pickle.HIGHEST_PROTOCOL)))
+    return lines
+
+
+_TAG = b"dpbench-reference-costs 1\n"
+#: the code a cached reading depends on: its checks and the trial identities it keeps
+_CODE = ("runner/reference_costs.py", "runner/cost.py", "runner/spec.py", "checksum.py")
+
+
+def _cache_file(path: Path, data: bytes) -> Path:
+    """The cache file of reference file ``path`` holding ``data``: one per file (its
+    name's hash), named by the content and code it was read from."""
+    h = hashlib.sha256(data)
+    root = Path(__file__).resolve().parents[1]
+    for name in _CODE:
+        h.update((root / name).read_bytes())
+    where = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    return cache_root() / "reference-costs" / f"{where}-{h.hexdigest()[:32]}.pickle"
+
+
+def _keep(cache: Path, blob: bytes) -> None:
+    """Write ``cache`` and delete the file's older readings; a cache that cannot be written
+    (a read-only checkout, a full disk) is left: the file is read each time."""
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        for old in cache.parent.glob(cache.name.split("-", 1)[0] + "-*.pickle"):
+            old.unlink(missing_ok=True)
+        replace_file(cache, blob)
+    except OSError:
+        pass
+
+
+def _parse(path: Path, body: str) -> list[dict[str, Any]]:
+    """:func:`read_reference`'s checks, line by line."""
     out = []
-    for no, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for no, text in enumerate(body.splitlines(), 1):
         if not text.strip():
             continue
         try:

@@ -86,8 +86,13 @@ class TrialSpec:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TrialSpec:
-        return cls(**d)
+    def from_dict(cls, d: dict[str, Any], key: str | None = None) -> TrialSpec:
+        """The spec of :meth:`to_dict`'s ``d``; ``key``: its key, when the caller has
+        checked it against ``d`` already (a reference line), so it is not hashed again."""
+        spec = cls(**d)
+        if key is not None:
+            spec.__dict__["key"] = key      # what the cached property would compute
+        return spec
 
 
 def _seed(hexdigest: str) -> np.random.SeedSequence:

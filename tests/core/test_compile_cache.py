@@ -338,21 +338,25 @@ def test_cli_runs_with_unset_hash_seed_share_the_compiled_aim_programs(tmp_path)
     assert len({p[0] for p in second}) >= 2                    # the trial ran in a worker
 
 
-@pytest.mark.parametrize("seed", [None, "5", "random"])
-def test_the_command_pins_the_hash_seed_only_when_unset(tmp_path, seed):
-    """Unset: the command re-executes itself once, same pid, with PYTHONHASHSEED=0;
-    a user's seed (also ``random``) is kept and nothing is re-executed."""
+@pytest.mark.parametrize("seed, command", [(None, "figures"), ("5", "figures"),
+                                           ("random", "figures"), (None, "plan")])
+def test_the_command_pins_the_hash_seed_only_when_unset(tmp_path, seed, command):
+    """Unset: a command that may run a mechanism or draw (``figures`` here) re-executes
+    itself once, same pid, with PYTHONHASHSEED=0; a user's seed (also ``random``) is kept
+    and nothing is re-executed; ``plan`` (``entry.NO_HASH_SEED``) never re-executes."""
     from conftest import run_cli
 
     (tmp_path / "sitecustomize.py").write_text(
         _SITECUSTOMIZE.format(log=str(tmp_path / "processes.jsonl")))
-    proc = run_cli("plan", "experiment=linreg_adult", "profile=smoke",
+    proc = run_cli(command, "experiment=linreg_adult", "profile=smoke",
                    f"results_dir={tmp_path / 'results'}",
                    env={"PYTHONHASHSEED": seed, "PYTHONPATH": f"{tmp_path}:{REPO}"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     seeds = [(pid, s) for pid, s, *_ in map(json.loads,
                                            (tmp_path / "processes.jsonl").read_text().splitlines())]
-    if seed is None:
+    if command == "plan":
+        assert [s for _, s in seeds] == [seed]
+    elif seed is None:
         assert [s for _, s in seeds] == [None, compile_cache.HASH_SEED]
         assert seeds[0][0] == seeds[1][0]
     else:
@@ -365,7 +369,7 @@ def test_the_command_runs_xla_on_one_thread_unless_nproc_is_set(tmp_path, nproc)
 
     (tmp_path / "sitecustomize.py").write_text(
         _SITECUSTOMIZE.format(log=str(tmp_path / "processes.jsonl")))
-    proc = run_cli("plan", "experiment=linreg_adult", "profile=smoke",
+    proc = run_cli("figures", "experiment=linreg_adult", "profile=smoke",
                    f"results_dir={tmp_path / 'results'}",
                    env={"PYTHONHASHSEED": None, compile_cache.XLA_THREADS_ENV: nproc,
                         "PYTHONPATH": f"{tmp_path}:{REPO}"})

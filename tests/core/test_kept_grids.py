@@ -89,3 +89,32 @@ def test_the_inputs_cover_the_conf_files(tmp_path: Path, monkeypatch: pytest.Mon
     named = workspace.grid_inputs([f"data={data}"], before)
     data.write_text("x\n1\n2\n")
     assert workspace.grid_inputs([f"data={data}"], before) != named
+
+
+def test_a_composed_config_is_kept_until_a_conf_file_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``compose_config`` keeps Hydra's compose in ``<cache>/configs`` (issue 59, plan <= 1 s):
+    the same overrides compose once; a conf file of the same size rewritten, or a damaged
+    file, composes again; the experiment's profile block is applied to each copy afresh."""
+    monkeypatch.setenv("DPBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "root" / "conf" / "experiment"
+    root.mkdir(parents=True)
+    mine = root / "mine_kept.yaml"
+    mine.write_text("# @package _global_\ndefaults: [/experiment/ddssp/linreg_adult]\n"
+                    "experiment: {name: mine_kept}\ntrials: 3\n")
+    monkeypatch.setenv("DPBENCH_PATH", str(tmp_path / "root"))
+    calls: list[int] = []
+    real = workspace.hydra_compose
+    monkeypatch.setattr(workspace, "hydra_compose",
+                        lambda ov: calls.append(1) or real(ov))
+    overrides = ["experiment=mine_kept", "profile=smoke"]
+    first = workspace.compose_config(overrides)
+    first.trials = 99                                    # a caller's change stays its own
+    again = workspace.compose_config(overrides)
+    assert len(calls) == 1 and again.trials == 3 and again.profile.name == "smoke"
+    mine.write_text(mine.read_text().replace("trials: 3", "trials: 4"))   # same size
+    assert workspace.compose_config(overrides).trials == 4 and len(calls) == 2
+    (kept,) = (tmp_path / "cache" / "configs").glob("*.cfg")
+    kept.write_bytes(kept.read_bytes()[:-4] + b"oops")                    # seal fails
+    assert workspace.compose_config(overrides).trials == 4 and len(calls) == 3
+    assert workspace.compose_config(overrides).trials == 4 and len(calls) == 3

@@ -238,3 +238,32 @@ def test_a_plan_reads_every_shipped_reference_its_own_first(tmp_path: Path, monk
     mine = [t for t in trials if t.spec.key in (a.key, b.key)]
     assert sorted(t.seconds for t in mine) == [2.0, 5.0]   # a: zz_own's line; b: aa_other's
     assert note.startswith("reference fits: ") and "1 in zz_own/costs.jsonl, " in note, note
+
+
+def test_a_reference_file_read_before_comes_from_its_cache(tmp_path: Path, monkeypatch
+                                                           ) -> None:
+    """``read_reference`` keeps each file's checked lines and trial identities in a sealed
+    cache (plan <= 1 s): the same bytes are not checked again; changed bytes are, and a
+    damaged cache file is read from the reference file again."""
+    from dpbench.runner import cost, reference_costs
+    monkeypatch.setenv("DPBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "costs.jsonl"
+    a, b = spec("a", "m", 1.0), spec("b", "m", 1.0)
+    export([record(a, 3.0, 2.0), record(b, 5.0, 5.0)], path, "box")
+    parsed: list[int] = []
+    real = reference_costs._parse
+    monkeypatch.setattr(reference_costs, "_parse", lambda p, t: parsed.append(1) or real(p, t))
+    first = read_reference(path)
+    cost.IDENTITIES.clear()
+    assert read_reference(path) == first and len(parsed) == 1
+    assert cost.IDENTITIES[a.key] == (cost.cell_of(a), cost.budgets_of(a), cost.data_of(a))
+    export([record(a, 9.0, 7.0)], path, "box2")
+    assert {ln["seconds"] for ln in read_reference(path)} == {7.0, 5.0} and len(parsed) == 2
+    (kept,) = (tmp_path / "cache" / "reference-costs").glob("*.pickle")   # the old one gone
+    kept.write_bytes(kept.read_bytes()[:-4] + b"oops")
+    assert {ln["seconds"] for ln in read_reference(path)} == {7.0, 5.0} and len(parsed) == 3
+    line = json.loads(path.read_text().splitlines()[0])
+    line["spec"]["epsilon"] = 2.0                        # a damaged file is still refused
+    path.write_text(json.dumps(line) + "\n")
+    with pytest.raises(ConfigError, match="its key is not its spec's"):
+        read_reference(path)
