@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import os
+import pickle
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -89,4 +90,34 @@ def replace_file(path: Path, data: bytes, durable: bool = False) -> None:
             os.close(dir_fd)
 
 
-__all__ = ["BadSeal", "discard", "replace_file", "seal", "unseal"]
+def read_kept(path: Path, tag: bytes, inputs: str) -> object | None:
+    """What :func:`write_kept` kept in ``path`` from ``inputs`` (a digest of everything it
+    was built from), else None: absent, built from other inputs (stale: never unpickled,
+    e.g. written by another library version), or damaged (the seal is checked before
+    anything is unpickled). A cache's reader then builds it again."""
+    try:
+        built_from, _, kept = unseal(tag, path.read_bytes()).partition(b"\n")
+    except (OSError, BadSeal):
+        return None
+    if built_from.decode(errors="replace") != inputs:
+        return None
+    try:
+        return pickle.loads(kept)
+    except (pickle.UnpicklingError, ValueError, TypeError, EOFError, AttributeError,
+            ImportError, IndexError):
+        return None
+
+
+def write_kept(path: Path, tag: bytes, inputs: str, obj: object, quiet: bool = False) -> None:
+    """Keep ``obj``, built from ``inputs``, in ``path`` (whole or not at all, sealed);
+    ``quiet``: a cache that cannot be written (a read-only checkout, a full disk) is left
+    unwritten, and built again next time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        replace_file(path, seal(tag, inputs.encode() + b"\n" + pickle.dumps(obj)))
+    except OSError:
+        if not quiet:
+            raise
+
+
+__all__ = ["BadSeal", "discard", "read_kept", "replace_file", "seal", "unseal", "write_kept"]

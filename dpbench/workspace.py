@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 import shutil
 import sys
 import tempfile
@@ -32,8 +31,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from dpbench import lazy
-from dpbench.artifacts import atomic_write_bytes
-from dpbench.checksum import BadSeal, seal, unseal
+from dpbench.checksum import read_kept, write_kept
 from dpbench.compile_cache import cache_root
 from dpbench.data.files import DataError, MissingDownload, data_root
 from dpbench.report.figure_keys import check_figure
@@ -144,10 +142,7 @@ def compose_config(overrides: Sequence[str]) -> DictConfig:
     cfg = read_kept(kept, COMPOSED_TAG, inputs)
     if not isinstance(cfg, DictConfig):
         cfg = hydra_compose(overrides)
-        try:
-            write_kept(kept, COMPOSED_TAG, inputs, cfg)
-        except OSError:                 # a read-only cache: composed again next time
-            pass
+        write_kept(kept, COMPOSED_TAG, inputs, cfg, quiet=True)
     apply_experiment_profile(cfg, overrides)
     check_settings(cfg)
     return cfg
@@ -984,30 +979,6 @@ def grid_inputs(overrides: Sequence[str], tree: str) -> str:
     overrides, ``tree`` (:func:`tree_state`) and the stat of each file an override names."""
     named = [Path(v) for v in (o.partition("=")[2] for o in overrides) if v and Path(v).is_file()]
     return digest({"overrides": list(overrides), "tree": tree, "named": _stats(named)})
-
-
-def read_kept(path: Path, tag: bytes, inputs: str) -> object | None:
-    """What :func:`write_kept` kept in ``path`` from ``inputs`` (a digest of everything it
-    was built from), else None: absent, built from other inputs (stale: never unpickled,
-    e.g. written by another OmegaConf), or damaged (its seal is checked before it is
-    unpickled)."""
-    try:
-        built_from, _, kept = unseal(tag, path.read_bytes()).partition(b"\n")
-    except (OSError, BadSeal):
-        return None
-    if built_from.decode(errors="replace") != inputs:
-        return None
-    try:
-        return pickle.loads(kept)
-    except (pickle.UnpicklingError, ValueError, TypeError, EOFError, AttributeError,
-            ImportError):
-        return None
-
-
-def write_kept(path: Path, tag: bytes, inputs: str, obj: object) -> None:
-    """Keep ``obj``, built from ``inputs``, in ``path`` (atomically, sealed)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, seal(tag, inputs.encode() + b"\n" + pickle.dumps(obj)))
 
 
 def _kept_path(folder: Path, overrides: Sequence[str]) -> Path:

@@ -67,11 +67,14 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from heapq import heapify, heapreplace
+from pathlib import Path
 from statistics import median
 from typing import Any
 
 import numpy as np
 
+from dpbench.checksum import read_kept, write_kept
+from dpbench.compile_cache import cache_root
 from dpbench.runner.grid import costliest_first
 from dpbench.runner.reference import REFERENCE as REFERENCE_ORIGIN
 from dpbench.runner.spec import TrialSpec, digest
@@ -230,22 +233,50 @@ def artifact_of(record: Mapping[str, Any]) -> tuple[str | None, bool]:
 
 
 def stored_trials(store: ResultStore) -> list[Stored]:
-    """Every usable ok record of the store whose spec this dpbench reads."""
-    out = []
-    for rec in store.records():
-        if rec.get("status") != OK:
-            continue
-        try:
-            spec = TrialSpec.from_dict(rec["spec"])
-            spec.identity()
-        except (TypeError, KeyError):   # a record of an older or newer spec layout
-            continue
-        n, d = rec.get("n_train"), rec.get("d")
-        size = (int(n), int(d)) if is_number(n) and is_number(d) and n > 0 and d > 0 else None
-        seconds, is_cpu = record_cpu_seconds(rec)
-        out.append(Stored(spec, seconds, record_mem_mb(rec), size, False,
-                          *artifact_of(rec), wall=not is_cpu))
-    return out
+    """Every usable ok record of the store whose spec this dpbench reads.
+
+    Read through the store's cost index (``<cache_root>/store-costs``, sealed): each
+    record's few figures a plan needs, kept with its file's size, modification time and
+    inode, so a record is parsed again only when its file changed (the records hold their
+    privacy ledgers: a store of a paper grid is tens of MB of JSON, of which the plan needs
+    a few fields per trial)."""
+    stats = store.file_stats(inode=True)
+    path = cache_root() / "store-costs" / f"{digest(str(store.trials.resolve()))[:24]}.pickle"
+    kept = read_kept(path, COSTS_TAG, _code_digest())
+    old: dict[str, tuple[tuple[int, ...], Stored | None]] = kept if isinstance(kept, dict) \
+        else {}
+    index = {k: old[k] if k in old and old[k][0] == st else (st, _stored(store.get(k)))
+             for k, st in sorted(stats.items())}
+    if index.keys() != old.keys() or any(index[k] is not old[k] for k in index):
+        write_kept(path, COSTS_TAG, _code_digest(), index, quiet=True)
+    return [t for _, t in index.values() if t is not None]
+
+
+#: the header of the store's cost index (:func:`stored_trials`)
+COSTS_TAG = b"dpbench-store-costs 1\n"
+
+
+def _code_digest() -> str:
+    """What an index entry depends on besides its record: the code that reads it."""
+    root = Path(__file__).resolve().parents[1]
+    return digest([(root / f).read_text() for f in ("runner/cost.py", "runner/spec.py")])
+
+
+def _stored(rec: Mapping[str, Any] | None) -> Stored | None:
+    """A usable ok record as a stored trial; None for any other (failed, damaged, or of a
+    spec layout this dpbench does not read)."""
+    if rec is None or rec.get("status") != OK:
+        return None
+    try:
+        spec = TrialSpec.from_dict(rec["spec"])
+        _ = spec.key                    # kept with the spec: not hashed again
+    except (TypeError, KeyError):       # a record of an older or newer spec layout
+        return None
+    n, d = rec.get("n_train"), rec.get("d")
+    size = (int(n), int(d)) if is_number(n) and is_number(d) and n > 0 and d > 0 else None
+    seconds, is_cpu = record_cpu_seconds(rec)
+    return Stored(spec, seconds, record_mem_mb(rec), size, False, *artifact_of(rec),
+                  wall=not is_cpu)
 
 
 def shared_fit_builders(trials: Iterable[Stored]

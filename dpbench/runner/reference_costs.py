@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import pickle
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dpbench.checksum import BadSeal, discard, replace_file, seal, unseal
+from dpbench.checksum import read_kept, replace_file, write_kept
 from dpbench.compile_cache import cache_root
 from dpbench.roots import paper_dir, papers_dirs
 from dpbench.runner.cost import IDENTITIES, artifact_of, identities, record_mem_mb, record_seconds
@@ -38,8 +36,6 @@ from dpbench.runner.reference import machine_text  # noqa: F401 (the export scri
 from dpbench.runner.schema import ConfigError, entries
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import OK, is_number
-
-log = logging.getLogger(__name__)
 
 FILE = "costs.jsonl"
 #: what a reference line must hold, and of which JSON type
@@ -91,49 +87,40 @@ def read_reference(path: Path) -> list[dict[str, Any]]:
     (:data:`~dpbench.runner.cost.IDENTITIES`): ``plan`` reads every shipped file, ~1,500
     lines whose checks and hashes cost more than the rest of its cost model."""
     data = path.read_bytes()
-    cache = _cache_file(path, data)
-    try:
-        lines, known = pickle.loads(unseal(_TAG, cache.read_bytes()))
-    except FileNotFoundError:
-        pass
-    except (OSError, BadSeal, pickle.UnpicklingError, ValueError, TypeError, EOFError) as exc:
-        discard(cache, exc, log, "read from its file again")
-    else:
+    cache, inputs = _cache_file(path, data)
+    kept = read_kept(cache, _TAG, inputs)
+    if isinstance(kept, tuple):
+        lines, known = kept
         IDENTITIES.update(known)
         return lines
     lines = _parse(path, data.decode("utf-8"))
     known = {ln["key"]: identities(TrialSpec.from_dict(ln["spec"], key=ln["key"]))
              for ln in lines}
-    _keep(cache, seal(_TAG, pickle.dumps((lines, known), protocol=pickle.HIGHEST_PROTOCOL)))
+    for old in cache.parent.glob(cache.name.split("-", 1)[0] + "-*.pickle"):
+        try:
+            old.unlink(missing_ok=True)         # the file's older readings
+        except OSError:                         # a read-only cache: left as it is
+            break
+    write_kept(cache, _TAG, inputs, (lines, known), quiet=True)
     return lines
 
 
-_TAG = b"dpbench-reference-costs 1\n"
+_TAG = b"dpbench-reference-costs 2\n"
 #: the code a cached reading depends on: its checks and the trial identities it keeps
 _CODE = ("runner/reference_costs.py", "runner/cost.py", "runner/spec.py", "checksum.py")
 
 
-def _cache_file(path: Path, data: bytes) -> Path:
-    """The cache file of reference file ``path`` holding ``data``: one per file (its
-    name's hash), named by the content and code it was read from."""
+def _cache_file(path: Path, data: bytes) -> tuple[Path, str]:
+    """The cache file of reference file ``path`` (one per file: its name's hash) and the
+    digest of what a reading of ``data`` depends on (the bytes and the code that reads
+    them), which also names the file."""
     h = hashlib.sha256(data)
     root = Path(__file__).resolve().parents[1]
     for name in _CODE:
         h.update((root / name).read_bytes())
     where = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    return cache_root() / "reference-costs" / f"{where}-{h.hexdigest()[:32]}.pickle"
-
-
-def _keep(cache: Path, blob: bytes) -> None:
-    """Write ``cache`` and delete the file's older readings; a cache that cannot be written
-    (a read-only checkout, a full disk) is left: the file is read each time."""
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        for old in cache.parent.glob(cache.name.split("-", 1)[0] + "-*.pickle"):
-            old.unlink(missing_ok=True)
-        replace_file(cache, blob)
-    except OSError:
-        pass
+    inputs = h.hexdigest()
+    return cache_root() / "reference-costs" / f"{where}-{inputs[:32]}.pickle", inputs
 
 
 def _parse(path: Path, body: str) -> list[dict[str, Any]]:

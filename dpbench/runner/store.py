@@ -417,10 +417,12 @@ class ResultStore:
             return None
         return st.st_size, st.st_mtime_ns
 
-    def file_stats(self) -> dict[str, tuple[int, int]]:
+    def file_stats(self, inode: bool = False) -> dict[str, tuple[int, ...]]:
         """:meth:`file_stat` of every record file, from one listing of the store (a
-        command that fingerprints many grids stats each file once, and no absent one)."""
-        out: dict[str, tuple[int, int]] = {}
+        command that fingerprints many grids stats each file once, and no absent one);
+        ``inode``: with the file's inode last (a write replaces it: a record rewritten
+        within one tick of a coarse clock, at the same size, still differs)."""
+        out: dict[str, tuple[int, ...]] = {}
         try:
             folders = [d.path for d in os.scandir(self.trials) if d.is_dir()]
         except OSError:
@@ -433,7 +435,8 @@ class ResultStore:
                             st = f.stat()
                         except OSError:
                             continue
-                        out[f.name[:-5]] = (st.st_size, st.st_mtime_ns)
+                        out[f.name[:-5]] = (st.st_size, st.st_mtime_ns, st.st_ino) if inode \
+                            else (st.st_size, st.st_mtime_ns)
         return out
 
     def keys(self) -> list[str]:

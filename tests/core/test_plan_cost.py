@@ -409,3 +409,36 @@ def test_memory_of_a_dataset_never_measured_comes_from_the_nearest_in_size() -> 
     est = Estimator([], ref)
     assert est.estimate(spec("c", "m", 1.0)).mem_mb == 520.0
     assert est.estimate(spec("unseen", "m", 1.0)).mem_mb == 7000.0
+
+
+def test_the_stores_cost_index_parses_a_record_again_only_when_its_file_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``stored_trials`` reads through a sealed index of the store's records (plan <= 1 s):
+    a second plan parses no record, a rewritten record is parsed again, a removed one
+    leaves, a damaged index is rebuilt, and each answer is the records' own."""
+    from dpbench.runner import cost
+    monkeypatch.setenv("DPBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    store = ResultStore(tmp_path / "store")
+    a, b = spec("a", "m", 1.0), spec("b", "m", 1.0)
+    put(store, a, 3.0)
+    put(store, b, 5.0)
+    got: list[str] = []
+    real = ResultStore.get
+    monkeypatch.setattr(ResultStore, "get", lambda self, k: got.append(k) or real(self, k))
+
+    def seconds() -> dict[str, float]:
+        return {t.spec.key: t.seconds for t in stored_trials(ResultStore(tmp_path / "store"))}
+
+    assert seconds() == {a.key: 3.0, b.key: 5.0} and sorted(got) == sorted([a.key, b.key])
+    got.clear()
+    assert seconds() == {a.key: 3.0, b.key: 5.0} and got == []
+    put(store, a, 7.0, n=2000)                            # a re-run rewrites its record
+    assert seconds() == {a.key: 7.0, b.key: 5.0} and got == [a.key]
+    store.path(b.key).unlink()
+    assert seconds() == {a.key: 7.0}
+    (index,) = (tmp_path / "cache" / "store-costs").glob("*.pickle")
+    index.write_bytes(index.read_bytes()[:-4] + b"oops")                  # seal fails
+    got.clear()
+    assert seconds() == {a.key: 7.0} and got == [a.key]
+    assert [t.size for t in stored_trials(store)] == [(2000, 5)]
+    assert cost.COSTS_TAG in index.read_bytes()[:40]
