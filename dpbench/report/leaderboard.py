@@ -399,15 +399,25 @@ def verdict(diff: float | None, p: float | None, rules: Rules) -> str:
 UNDERSPEND = 0.9
 
 
+#: (spent, target) columns of a cell's spend in its budget's unit, the first recorded wins:
+#: a mu budget's (the ledger's mu against the cell's mu), an epsilon budget's (under the
+#: cell's relation where group privacy converted the method's own, else its own)
+SPEND_COLUMNS = {"mu": (("privacy.mu_spent", "epsilon"),),
+                 "epsilon": (("privacy.relation_epsilon", "privacy.cell_epsilon"),
+                             ("privacy.spent_epsilon", "privacy.target_epsilon"))}
+
+
 def spend(rows: pd.DataFrame) -> tuple[float | None, float | None]:
-    """Median budget spent by a cell's private ok trials (mu under GDP, else eps, as the
-    ledger recorded it) and its median share of the trial's target; Nones when no trial
-    is private or none recorded a spend."""
+    """Median budget spent by a cell's private ok trials, in the cell's budget unit and
+    relation (:data:`SPEND_COLUMNS`: a method that accounts in mu-GDP on an epsilon board
+    is read by its epsilon, never its mu against the cell's epsilon), and its median share
+    of the target; Nones when no trial is private or none recorded a spend."""
     if rows.empty or "privacy.private" not in rows:
         return None, None
     private = rows[rows["privacy.private"].astype("boolean").fillna(False).astype(bool)]
-    for spent, target in (("privacy.mu_spent", "epsilon"),
-                          ("privacy.spent_epsilon", "privacy.target_epsilon")):
+    units = private["budget_unit"].dropna() if "budget_unit" in private else ()
+    unit = "mu" if len(units) and str(units.iloc[0]) == "mu" else "epsilon"
+    for spent, target in SPEND_COLUMNS[unit]:
         if spent in private and target in private and private[spent].notna().any():
             got = pd.to_numeric(private[spent], errors="coerce")
             share = got / pd.to_numeric(private[target], errors="coerce")

@@ -106,6 +106,12 @@ def tight_bbox(fig: plt.Figure, dpi: float) -> Bbox:
     return bbox
 
 
+def with_ext(stem: Path, ext: str) -> Path:
+    """``stem`` with ``ext`` appended: unlike ``Path.with_suffix``, a stem holding a dot (an
+    epsilon, ``critical_difference-0.1``) keeps it, so eps 0.1 and 0.5 are two files."""
+    return stem.with_name(stem.name + ext)
+
+
 def save(fig: plt.Figure, stem: Path) -> list[Path]:
     """Write ``stem``.png and ``stem``.pdf deterministically; above the panels, the
     :func:`provenance` line and (inside :func:`incomplete_cells`) the incomplete-grid
@@ -120,7 +126,7 @@ def save(fig: plt.Figure, stem: Path) -> list[Path]:
             wrapped = textwrap.fill(text, width)
             fig.text(0.01, y, wrapped, color=color, fontsize=size, ha="left", va="bottom")
             y += (wrapped.count("\n") + 1) * size * 1.3 / 72 / fig.get_figheight()
-    png, pdf = stem.with_suffix(".png"), stem.with_suffix(".pdf")
+    png, pdf = with_ext(stem, ".png"), with_ext(stem, ".pdf")
     bbox = tight_bbox(fig, PNG_DPI)
     fig.savefig(png, dpi=PNG_DPI, bbox_inches=bbox, metadata={"Software": None})
     fig.savefig(pdf, bbox_inches=bbox, metadata={"CreationDate": None, "Producer": None,
@@ -206,7 +212,7 @@ def write_tables(summary: pd.DataFrame, out: Path, title: str, unit: str = "epsi
     """Write ``out``.md and ``out``.tex (``note``: the setting choices behind the numbers)."""
     tables = wide_table(summary)
     out.parent.mkdir(parents=True, exist_ok=True)
-    md, tex = out.with_suffix(".md"), out.with_suffix(".tex")
+    md, tex = with_ext(out, ".md"), with_ext(out, ".tex")
     md.write_text(to_markdown(tables, title, unit, note))
     tex.write_text(to_latex(tables, title, unit, note))
     return [md, tex]
@@ -242,7 +248,7 @@ def write_table(stem: Path, title: str, header: Row, rows: Sequence[Row],
     warning, origin = incomplete_caption(), provenance_line()
     notes = [*([warning] if warning else []), *notes, *([origin] if origin else [])]
     caption = f"{title} ({INCOMPLETE_TEX})" if warning else title
-    paths = [stem.with_suffix(".md"), stem.with_suffix(".tex")]
+    paths = [with_ext(stem, ".md"), with_ext(stem, ".tex")]
     paths[0].write_text("\n".join(markdown_table(title, header, rows, notes)) + "\n")
     paths[1].write_text("\n".join(latex_table(title, header, rows, notes, caption)) + "\n")
     return paths

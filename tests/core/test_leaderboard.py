@@ -452,3 +452,36 @@ def test_the_summary_quotes_the_boards_leader_and_its_wins(board) -> None:
     assert row[2] == f"1: {best} (wins {won}/2)", row
     line = summary_rows("toy", b)[0]
     assert line[2] == "2 of 3" and line[3].startswith(f"{best} ")
+
+
+def test_the_critical_difference_files_of_eps_01_and_05_are_two(board, tmp_path: Path
+                                                                  ) -> None:
+    """A stem holding an epsilon keeps it (``render.with_ext``): the diagrams of eps 0.1
+    and 0.5 were both written as ``critical_difference-0.png``, and the site found none."""
+    from dataclasses import replace
+
+    from dpbench.report.board_files import cd_plots
+    (a,) = board[0].across
+    two = replace(board[0], across=[replace(a, epsilon=0.1), replace(a, epsilon=0.5)])
+    assert {p.name for p in cd_plots(two, tmp_path)} == {
+        f"critical_difference-{e}.{x}" for e in ("0.1", "0.5") for x in ("png", "pdf")}
+
+
+@pytest.mark.parametrize("unit, privacy, spent, share", [
+    # AdaSSP accounts in mu-GDP on an epsilon board: its epsilon, not mu 0.24 against eps 1
+    ("epsilon", {"privacy.mu_spent": 0.2367, "privacy.spent_epsilon": 1.0,
+                 "privacy.target_epsilon": 1.0}, 1.0, 1.0),
+    # BinAgg converted by group privacy (k = 2): the cell's relation, not its own half
+    ("epsilon", {"privacy.mu_spent": 0.1184, "privacy.spent_epsilon": 0.4752,
+                 "privacy.target_epsilon": 0.4752, "privacy.relation_epsilon": 1.0,
+                 "privacy.cell_epsilon": 1.0}, 1.0, 1.0),
+    ("epsilon", {"privacy.spent_epsilon": 0.5, "privacy.target_epsilon": 1.0}, 0.5, 0.5),
+    # a mu budget: the ledger's mu against the cell's mu (the epsilon column holds mu)
+    ("mu", {"privacy.mu_spent": 0.25, "privacy.spent_epsilon": 3.0,
+            "privacy.target_epsilon": 3.0}, 0.25, 0.5),
+])
+def test_a_cells_spend_is_read_in_its_budgets_unit_and_relation(unit, privacy, spent, share
+                                                                ) -> None:
+    rows = pd.DataFrame([{"privacy.private": True, "budget_unit": unit,
+                          "epsilon": 0.5 if unit == "mu" else 1.0, **privacy}] * 3)
+    assert lb.spend(rows) == (pytest.approx(spent), pytest.approx(share))
