@@ -829,8 +829,11 @@ def rank_summary(board: Board) -> tuple[list[str], list[list[str]]]:
 
 
 def across_notes(board: Board) -> list[str]:
-    """Per epsilon: the Friedman test and the critical difference, or why there is none."""
-    unit, out = board.header.budget_unit, []
+    """How a mean rank is taken, then per epsilon: the Friedman test and the critical
+    difference, or why there is none."""
+    unit = board.header.budget_unit
+    out = [f"mean rank per {unit}: over every complete table; a refused, failed or missing "
+           "cell counts as last (the methods there share the last ranks)"]
     for a in board.across:
         if a.statistic is None:
             out.append(f"{unit} {a.epsilon:g}: no Friedman test ({a.datasets} complete "

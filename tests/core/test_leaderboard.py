@@ -485,3 +485,9 @@ def test_a_cells_spend_is_read_in_its_budgets_unit_and_relation(unit, privacy, s
     rows = pd.DataFrame([{"privacy.private": True, "budget_unit": unit,
                           "epsilon": 0.5 if unit == "mu" else 1.0, **privacy}] * 3)
     assert lb.spend(rows) == (pytest.approx(spent), pytest.approx(share))
+
+
+def test_the_board_says_a_refused_cell_counts_as_last(board) -> None:
+    md = lb.to_markdown(board[0])
+    assert "a refused, failed or missing cell counts as last" in md
+    assert "a refused, failed or missing cell counts as last" in lb.to_latex(board[0])
