@@ -6,6 +6,7 @@ array is used; the caller then deletes the file and rebuilds it (:func:`discard`
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -90,6 +91,23 @@ def replace_file(path: Path, data: bytes, durable: bool = False) -> None:
             os.close(dir_fd)
 
 
+@functools.cache
+def code_digest() -> str:
+    """sha256 of dpbench's version and of every module's source (read once per process):
+    what a cache built by dpbench's code depends on besides its own inputs."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("dpbench")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    code = Path(__file__).resolve().parent
+    h = hashlib.sha256(version.encode())
+    for f in sorted(code.rglob("*.py")):
+        h.update(f.relative_to(code).as_posix().encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
 def read_kept(path: Path, tag: bytes, inputs: str) -> object | None:
     """What :func:`write_kept` kept in ``path`` from ``inputs`` (a digest of everything it
     was built from), else None: absent, built from other inputs (stale: never unpickled,
@@ -120,4 +138,5 @@ def write_kept(path: Path, tag: bytes, inputs: str, obj: object, quiet: bool = F
             raise
 
 
-__all__ = ["BadSeal", "discard", "read_kept", "replace_file", "seal", "unseal", "write_kept"]
+__all__ = ["BadSeal", "code_digest", "discard", "read_kept", "replace_file", "seal", "unseal",
+           "write_kept"]

@@ -31,7 +31,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from dpbench import lazy
-from dpbench.checksum import read_kept, write_kept
+from dpbench.checksum import code_digest, read_kept, write_kept
 from dpbench.compile_cache import cache_root
 from dpbench.data.files import DataError, MissingDownload, data_root
 from dpbench.report.figure_keys import check_figure
@@ -948,8 +948,8 @@ def _stats(files: Sequence[Path]) -> list[str]:
 
 
 def _versions() -> dict[str, str]:
-    """dpbench's code (``runner.refusals.code_digest``), Hydra's and OmegaConf's versions."""
-    return {"code": refusals.code_digest(), "hydra": metadata.version("hydra-core"),
+    """dpbench's code (``checksum.code_digest``), Hydra's and OmegaConf's versions."""
+    return {"code": code_digest(), "hydra": metadata.version("hydra-core"),
             "omegaconf": omegaconf.__version__}
 
 

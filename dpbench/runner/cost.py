@@ -67,13 +67,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from heapq import heapify, heapreplace
-from pathlib import Path
 from statistics import median
 from typing import Any
 
 import numpy as np
 
-from dpbench.checksum import read_kept, write_kept
+from dpbench.checksum import code_digest, read_kept, write_kept
 from dpbench.compile_cache import cache_root
 from dpbench.runner.grid import costliest_first
 from dpbench.runner.reference import REFERENCE as REFERENCE_ORIGIN
@@ -242,24 +241,18 @@ def stored_trials(store: ResultStore) -> list[Stored]:
     a few fields per trial)."""
     stats = store.file_stats(inode=True)
     path = cache_root() / "store-costs" / f"{digest(str(store.trials.resolve()))[:24]}.pickle"
-    kept = read_kept(path, COSTS_TAG, _code_digest())
+    kept = read_kept(path, COSTS_TAG, code_digest())
     old: dict[str, tuple[tuple[int, ...], Stored | None]] = kept if isinstance(kept, dict) \
         else {}
     index = {k: old[k] if k in old and old[k][0] == st else (st, _stored(store.get(k)))
              for k, st in sorted(stats.items())}
     if index.keys() != old.keys() or any(index[k] is not old[k] for k in index):
-        write_kept(path, COSTS_TAG, _code_digest(), index, quiet=True)
+        write_kept(path, COSTS_TAG, code_digest(), index, quiet=True)
     return [t for _, t in index.values() if t is not None]
 
 
 #: the header of the store's cost index (:func:`stored_trials`)
 COSTS_TAG = b"dpbench-store-costs 1\n"
-
-
-def _code_digest() -> str:
-    """What an index entry depends on besides its record: the code that reads it."""
-    root = Path(__file__).resolve().parents[1]
-    return digest([(root / f).read_text() for f in ("runner/cost.py", "runner/spec.py")])
 
 
 def _stored(rec: Mapping[str, Any] | None) -> Stored | None:

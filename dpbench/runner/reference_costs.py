@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dpbench.checksum import read_kept, replace_file, write_kept
+from dpbench.checksum import code_digest, read_kept, replace_file, write_kept
 from dpbench.compile_cache import cache_root
 from dpbench.roots import paper_dir, papers_dirs
 from dpbench.runner.cost import IDENTITIES, artifact_of, identities, record_mem_mb, record_seconds
@@ -105,21 +105,15 @@ def read_reference(path: Path) -> list[dict[str, Any]]:
     return lines
 
 
-_TAG = b"dpbench-reference-costs 2\n"
-#: the code a cached reading depends on: its checks and the trial identities it keeps
-_CODE = ("runner/reference_costs.py", "runner/cost.py", "runner/spec.py", "checksum.py")
+_TAG = b"dpbench-reference-costs 3\n"
 
 
 def _cache_file(path: Path, data: bytes) -> tuple[Path, str]:
     """The cache file of reference file ``path`` (one per file: its name's hash) and the
-    digest of what a reading of ``data`` depends on (the bytes and the code that reads
-    them), which also names the file."""
-    h = hashlib.sha256(data)
-    root = Path(__file__).resolve().parents[1]
-    for name in _CODE:
-        h.update((root / name).read_bytes())
+    digest of what a reading of ``data`` depends on (the bytes, and dpbench's code, which
+    checks them and hashes the identities), which also names the file."""
+    inputs = hashlib.sha256(data + code_digest().encode()).hexdigest()
     where = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    inputs = h.hexdigest()
     return cache_root() / "reference-costs" / f"{where}-{inputs[:32]}.pickle", inputs
 
 

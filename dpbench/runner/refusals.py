@@ -27,11 +27,10 @@ import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-from dpbench.checksum import canonical_json
+from dpbench.checksum import canonical_json, code_digest
 from dpbench.data.files import data_root
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import REFUSALS_SCHEMA, ResultStore, machine
@@ -40,24 +39,8 @@ SCHEMA = REFUSALS_SCHEMA
 #: who refused a cell: the grid (config alone) or the data (a dataset loaded, a method
 #: checked against it)
 BY_GRID, BY_DATA = "grid", "data"
-CODE = Path(__file__).resolve().parents[1]
 
 Refusal = tuple[str, str, str]          # (dataset, method, reason)
-
-
-@cache
-def code_digest() -> str:
-    """sha256 of dpbench's version and of every module's source (read once per process)."""
-    from importlib import metadata
-
-    try:
-        version = metadata.version("dpbench")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    h = hashlib.sha256(version.encode())
-    for f in sorted(CODE.rglob("*.py")):
-        h.update(f.relative_to(CODE).as_posix().encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()
 
 
 def _cell(s: TrialSpec) -> dict[str, Any]:

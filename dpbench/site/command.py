@@ -18,7 +18,7 @@ from rich.progress import Progress, TaskID
 
 from dpbench import lazy, workspace
 from dpbench.catalog import description
-from dpbench.checksum import digest
+from dpbench.checksum import code_digest, digest
 from dpbench.report.fingerprint import (
     FINGERPRINT_FILE,
     config_text,
@@ -31,7 +31,6 @@ from dpbench.report.privacy import alerts, budget_note, neighbours_note
 from dpbench.roots import paper_dir, papers_dirs, version_text
 from dpbench.runner.progress import progress_bar
 from dpbench.runner.reference import Reference
-from dpbench.runner.refusals import code_digest
 from dpbench.runner.schema import choices
 from dpbench.runner.store import ResultStore
 from dpbench.site import build
