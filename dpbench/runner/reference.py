@@ -91,7 +91,7 @@ class Reference:
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
-        self._lines: dict[str, str | dict[str, Any]] | None = None
+        self._lines: dict[str, bytes | dict[str, Any]] | None = None
         self._manifest: dict[str, Any] | None = None
 
     @property
@@ -101,31 +101,36 @@ class Reference:
     def exists(self) -> bool:
         return self.path.is_file()
 
-    def _load(self) -> dict[str, str | dict[str, Any]]:
+    def _load(self) -> dict[str, bytes | dict[str, Any]]:
         """Each key's line (or its record, once parsed; a line of an older file that does
-        not begin with :data:`LINE_HEAD` is parsed here)."""
+        not begin with :data:`LINE_HEAD` is parsed here). The file is decompressed whole and
+        split as bytes: a line is decoded only when its record is asked for."""
         if self._lines is None:
             self._lines = {}
             if self.exists():
-                with gzip.open(self.path, "rt", encoding="utf-8") as fh:
-                    for line in fh:
-                        if line.startswith(LINE_HEAD):
-                            end = line.index('"', len(LINE_HEAD))
-                            self._lines[line[len(LINE_HEAD):end]] = line
-                        elif line.strip():
-                            rec = json.loads(line)
-                            self._lines[rec["key"]] = rec
+                head = LINE_HEAD.encode()
+                for line in gzip.decompress(self.path.read_bytes()).split(b"\n"):
+                    if line.startswith(head):
+                        self._lines[line[len(head):line.index(b'"', len(head))].decode()] = line
+                    elif line.strip():
+                        rec = json.loads(line)
+                        self._lines[rec["key"]] = rec
         return self._lines
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The reference record of ``key`` (marked ``origin: reference``), or None."""
         lines = self._load()
         found = lines.get(key)
-        if isinstance(found, str):
+        if isinstance(found, bytes):
             found = lines[key] = json.loads(found)
         if found is not None:
             found["origin"] = REFERENCE
         return found
+
+    def status(self, key: str) -> str | None:
+        """``ok`` if the reference holds ``key`` (it holds ok trials only:
+        :func:`write_reference`), else None; the record is not parsed."""
+        return "ok" if key in self._load() else None
 
     def keys(self) -> list[str]:
         return sorted(self._load())

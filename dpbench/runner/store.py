@@ -388,6 +388,8 @@ class ResultStore:
 
     def status(self, key: str) -> str | None:
         """ok / failed, ``corrupt`` for a damaged record, None if absent."""
+        if self.reference is not None and not self.path(key).exists():
+            return self.reference.status(key)      # the reference's answer, unparsed
         found = self.read(key)
         if isinstance(found, Damage):
             return CORRUPT

@@ -95,3 +95,31 @@ def test_each_line_begins_with_its_key_and_an_older_file_still_reads(tmp_path: P
     for r in recs:
         assert new_ref.get(r["key"]) == old_ref.get(r["key"]) == {**r, "origin": ref.REFERENCE}
     assert new_ref.get("0" * 64) is None
+
+
+def test_a_status_from_the_reference_parses_no_record_and_a_local_one_wins(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``status`` answers a reference key without parsing its record (a plan asks it of
+    every trial of a grid); a record stored here, even a failed or damaged one, is the
+    answer instead; a key neither holds is None."""
+    specs = [spec(t) for t in range(3)]
+    ref.write_reference([record(s, 1.0) for s in specs], tmp_path / "ref")
+    store = ResultStore(tmp_path / "store", ref.Reference(tmp_path / "ref"))
+    store.put({**record(specs[1], 2.0), "status": "failed", "error": "planted"})
+    damaged = store.path(specs[2].key)
+    damaged.parent.mkdir(parents=True, exist_ok=True)
+    damaged.write_text("{not json")
+    parsed: list[object] = []
+    real = ref.json.loads
+
+    def loads(text: str | bytes, *args: object, **kwargs: object) -> object:
+        parsed.append(text)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(ref.json, "loads", loads)
+    assert [store.status(s.key) for s in specs] == ["ok", "failed", "corrupt"]
+    assert store.status("0" * 64) is None
+    reference_lines = [p for p in parsed if isinstance(p, bytes)]
+    assert reference_lines == []        # the reference's lines were split, none parsed
+    assert store.get(specs[0].key)["metrics"]["mse"] == 1.0
+    assert len([p for p in parsed if isinstance(p, bytes)]) == 1
