@@ -58,7 +58,12 @@ from dpbench.runner.diskspace import full_line, is_full
 from dpbench.runner.execute import import_object, trial_ledger
 from dpbench.runner.grid import RefusedCell, expand, expand_cells, experiment_entry, load_entry
 from dpbench.runner.reference import shipped
-from dpbench.runner.reference_costs import read_reference, reference_files, summary
+from dpbench.runner.reference_costs import (
+    read_reference,
+    reference_files,
+    results_lines,
+    summary,
+)
 from dpbench.runner.schema import (
     ConfigError,
     check_settings,
@@ -519,10 +524,20 @@ def trial_seconds(specs: Sequence[TrialSpec], store: ResultStore) -> dict[tuple,
     return out
 
 
-def reference_of(cfg: DictConfig) -> tuple[list[Stored], str | None]:
-    """The reference fits that ship with dpbench (every paper's, the experiment's own
-    first), and where they come from."""
+def reference_of(cfg: DictConfig, specs: Sequence[TrialSpec] = ()
+                 ) -> tuple[list[Stored], str | None]:
+    """The reference fits that ship with dpbench, and where they come from: with ``specs``,
+    the shipped results' trials of their dataset-and-method cells first (a finished trial
+    there replaces a stopped one's line), then every paper's ``costs.jsonl``, the
+    experiment's own first. The results price a grid whether or not ``reference=false``
+    keeps them out of its done trials (``DPBENCH_REFERENCE=off`` leaves them out)."""
     files, seen = [], set()
+    results = shipped() if specs else None
+    if results is not None:
+        lines = results_lines(results, specs)
+        seen.update(ln["key"] for ln in lines)
+        if lines:
+            files.append((results.path, lines))
     for path in reference_files(cfg.experiment.get("paper"), str(cfg.experiment.name)):
         lines = [ln for ln in read_reference(path) if ln["key"] not in seen]
         seen.update(ln["key"] for ln in lines)    # a trial two files hold: the first's line
@@ -537,7 +552,7 @@ def plan_cost(cfg: DictConfig, specs: Sequence[TrialSpec], todo: Sequence[TrialS
               store: ResultStore, brief: bool = False) -> list[str]:
     """The cost lines of a plan (``runner.cost``) for the configured runner: the local
     runner's workers, or the SLURM array's limits (``runner.*`` validated as ``run`` would)."""
-    cost = grid_cost(specs, todo, store, *reference_of(cfg))
+    cost = grid_cost(specs, todo, store, *reference_of(cfg, specs))
     if cfg.runner.name != "slurm":
         return cost_lines(cost, workers=local_workers(int(cfg.runner.n_jobs)), brief=brief)
     s = slurm.SlurmSettings.from_cfg(cfg.runner)

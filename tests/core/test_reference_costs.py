@@ -267,3 +267,59 @@ def test_a_reference_file_read_before_comes_from_its_cache(tmp_path: Path, monke
     path.write_text(json.dumps(line) + "\n")
     with pytest.raises(ConfigError, match="its key is not its spec's"):
         read_reference(path)
+
+
+def test_the_shipped_results_price_their_cells_at_every_budget(tmp_path: Path, monkeypatch
+                                                               ) -> None:
+    """``results_lines``: the shipped results' trials of a grid's dataset-and-method cells
+    at every budget (a budget between two is interpolated), none of another method, each
+    priced at its own CPU seconds on the machine it names; the index is built again when
+    the trials file changes."""
+    from dpbench.runner import reference as ref
+    from dpbench.runner.reference_costs import results_lines
+    monkeypatch.setenv("DPBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    a1, a2, other = spec("a", "m", 1.0), spec("a", "m", 2.0), spec("a", "other", 1.0)
+    ref.write_reference([{**record(s, 9.0, cpu), "cpu": "Toy CPU, 2 cores"}
+                         for s, cpu in ((a1, 3.0), (a2, 6.0), (other, 50.0))], tmp_path / "r")
+    lines = results_lines(ref.Reference(tmp_path / "r"), [spec("a", "m", 1.5)])
+    assert sorted(ln["seconds"] for ln in lines) == [3.0, 6.0]
+    assert {(ln["machine"], ln["seconds_are"]) for ln in lines} == {("Toy CPU, 2 cores", "cpu")}
+    between = Estimator([], reference_trials(lines)).estimate(spec("a", "m", 1.5))
+    assert 3.0 < between.seconds < 6.0 and between.source != MODEL
+    ref.write_reference([{**record(a1, 9.0, 4.0), "cpu": "Toy"}], tmp_path / "r")
+    assert [ln["seconds"] for ln in results_lines(ref.Reference(tmp_path / "r"), [a1])] == [4.0]
+
+
+def test_a_plan_prices_from_the_shipped_results_a_cell_no_costs_file_finished(
+        tmp_path: Path, monkeypatch) -> None:
+    """With ``reference=false`` (the results not counted as done), ``plan`` still prices
+    a cell from the shipped results' trials of it: a finished trial there replaces the
+    line of the same trial that a costs file holds as stopped unfinished (a lower bound);
+    ``DPBENCH_REFERENCE=off`` leaves them out, and the bound is back."""
+    from dpbench import workspace
+    from dpbench.runner import reference as ref
+    from dpbench.runner.reference_costs import unfinished_line
+    monkeypatch.setenv("DPBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    cfg = workspace.compose_config(["experiment=linreg_adult", "profile=smoke",
+                                    "methods=[ssp,adassp]", f"results_dir={tmp_path}",
+                                    "reference=false"])
+    specs = workspace.grid(cfg)
+    ssp = [s for s in specs if s.method == "ssp"]
+    ref.write_reference([{**record(s, 1.0, 40.0), "cpu": "Toy CPU"} for s in ssp],
+                        tmp_path / "ref")
+    costs = tmp_path / "costs.jsonl"
+    export([], costs, "box", unfinished=[unfinished_line(ssp[0], 2.0, (1000, 5), "box",
+                                                         "2026-11-27T00:00:00+00:00")])
+    monkeypatch.setattr(workspace, "reference_files", lambda paper, experiment: [costs])
+    monkeypatch.setenv("DPBENCH_REFERENCE", str(tmp_path / "ref"))
+    fits, note = workspace.reference_of(cfg, specs)
+    cost = grid_cost(specs, specs, ResultStore(tmp_path / "store"), fits, note)
+    for s in ssp:
+        est = cost.estimates[s.key]
+        assert (est.source, est.seconds, est.at_least) == (REFERENCE, 40.0, False), est
+    assert f"{len(ssp)} in ref/trials.jsonl.gz" in str(note)
+    monkeypatch.setenv("DPBENCH_REFERENCE", "off")
+    fits, note = workspace.reference_of(cfg, specs)
+    est = grid_cost(specs, specs, ResultStore(tmp_path / "store"), fits, note
+                    ).estimates[ssp[0].key]
+    assert (est.seconds, est.at_least) == (2.0, True)
