@@ -27,8 +27,8 @@ The rules, stated on every board:
 - per epsilon, each method's mean rank over every complete table (a refused, failed or
   missing cell counts as last, sharing the last ranks), the Friedman test and Nemenyi's
   critical difference (Demšar 2006) with its diagram, and per (epsilon, dataset) the
-  quality / fit-time Pareto front among the methods that beat the bar (references left
-  out).
+  quality / fit-time Pareto front among the methods significantly better than the bar
+  (``vs_bar``; with no bar, among the ranked methods).
 
 ``board.json`` (schema ``dpbench-leaderboard/1``) holds the :class:`Board` as data for a
 static site: ``{"schema", "header": Header, "tables": [Table with "rows": [Row]],
@@ -357,7 +357,8 @@ def test_text(alpha: float = ALPHA) -> str:
             f"Holm-corrected over the table at alpha = {alpha:g}; fewer than 2 pairs: no "
             "test; tied = in the confidence set for the best (no better-ranked method "
             "significantly better, closed in rank order); winner = the set's only member "
-            "and significantly better than the bar; incomplete tables are not ranked")
+            "and significantly better than the bar; Pareto front: among the methods "
+            "significantly better than the bar; incomplete tables are not ranked")
 
 
 # --- the board, from the results frame ----------------------------------------------------
@@ -546,7 +547,8 @@ def rank_table(rows: Sequence[Row], trials: Mapping[str, Mapping[int, float]],
         winner = None
     if winner:
         out[winner] = replace(out[winner], winner=True)
-    front = pareto([out[m] for m in order], rules)
+    # the front among the methods that beat the bar, by its test (module docstring)
+    front = pareto([out[m] for m in order if bar is None or out[m].vs_bar == BETTER], rules)
     final = [replace(out[r.method], pareto=r.method in front) for r in rows]
     n = max((r.trials_asked for r in above), default=0)
     power = detection_power(len(order), n, rules.alpha)[0] if len(order) > 1 else None
@@ -776,11 +778,22 @@ def comparison_text(r: Row) -> str:
     return text
 
 
+def bar_text(r: Row) -> str:
+    """``better, p = 0.003`` / ``n.s., p = 0.4`` / ``no test``: a ranked method against the
+    bar (the test that "beats the baseline" is); empty for any other row."""
+    if r.vs_bar is None:
+        return ""
+    if r.p_vs_bar is None:
+        return r.vs_bar
+    return f"{r.vs_bar}, {'p < 0.001' if r.p_vs_bar < 0.001 else f'p = {r.p_vs_bar:.2g}'}"
+
+
 def table_header(header: Header) -> list[str]:
     """The columns of every (epsilon, dataset) table."""
     direction = "higher" if header.higher_is_better else "lower"
     return ["rank", "method", f"{header.metric} ({direction} is better)", "trials ok/asked",
-            "vs best (paired, Holm)", "as good as the reference on", "fit s (median)",
+            "vs best (paired, Holm)", "vs bar (paired, Holm)", "as good as the reference on",
+            "fit s (median)",
             "trial CPU s (median)", "peak RSS MB (median)",
             f"spent / target {header.budget_unit.replace('epsilon', 'eps')}", "Pareto",
             "note"]
@@ -791,7 +804,7 @@ def table_rows(t: Table) -> list[list[str]]:
     return [[rank_text(r), r.method_label,
              sig_cell(r.mean if r.mean is not None else math.nan,
                       r.se if r.se is not None else math.nan, 4),
-             f"{r.trials_ok}/{r.trials_asked}", comparison_text(r),
+             f"{r.trials_ok}/{r.trials_asked}", comparison_text(r), bar_text(r),
              f"{r.as_good_as_text} of the rows" if r.as_good_as_text else "", fmt(r.fit_s),
              fmt(r.cpu_s), fmt(r.peak_rss_mb),
              "" if r.spent is None else f"{r.spent:.3g} / {r.epsilon:g}",

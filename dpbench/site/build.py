@@ -160,7 +160,8 @@ def board_cells(board: Board) -> list[dict[str, Any]]:
         rows = []
         for r, texts in zip(t.rows, table_rows(t), strict=True):
             keys = [r.rank if r.ranked else "", "", r.mean, "", r.diff_vs_best,
-                    r.as_good_as, r.fit_s, r.cpu_s, r.peak_rss_mb,
+                    "" if r.p_vs_bar is None else r.p_vs_bar, r.as_good_as, r.fit_s,
+                    r.cpu_s, r.peak_rss_mb,
                     "" if r.spent is None else r.spent, "", ""]
             cells = [(text, sort_value(k) if k != "" else "")
                      for text, k in zip(texts, keys, strict=True)]

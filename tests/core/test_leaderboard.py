@@ -312,6 +312,32 @@ def test_a_lone_method_above_the_bar_by_noise_is_not_the_winner() -> None:
     assert t.winner == "m"
 
 
+def test_the_pareto_front_takes_only_methods_better_than_the_bar_by_test() -> None:
+    """Issue 60 items 2 and 6: "beats the baseline" is the Holm-corrected paired test, and
+    the front is drawn among the methods that pass it. ``fast`` beats the bar's mean by
+    noise only (paired differences -1, +1, -0.1) and is the fastest: on the front by its
+    mean, off it by the test; ``clear`` passes and stays on it; each row says its test."""
+    rules = lb.Rules("mse", higher_is_better=False, baselines=("mean",))
+
+    def row(method: str, mean: float, fit_s: float) -> lb.Row:
+        return lb.Row(1.0, "d", "D", method, method, rules.role(method), "ok", 3, 3, 3, mean,
+                      fit_s=fit_s)
+
+    trials = {"fast": {0: 1.0, 1: 3.0, 2: 2.0}, "clear": {0: 1.0, 1: 1.1, 2: 1.05},
+              "mean": {0: 2.0, 1: 2.0, 2: 2.1}}
+    t = lb.rank_table([row("fast", 2.0, 0.1), row("clear", 1.05, 5.0),
+                       row("mean", 2.0333, 0.01)], trials, rules)
+    rows = {r.method: r for r in t.rows}
+    assert rows["fast"].ranked and rows["fast"].vs_bar == lb.NOT_SIGNIFICANT
+    assert rows["clear"].vs_bar == lb.BETTER
+    assert rows["clear"].pareto and not rows["fast"].pareto and not rows["mean"].pareto
+    assert lb.bar_text(rows["clear"]).startswith("better, p ")
+    assert lb.bar_text(rows["fast"]).startswith("n.s., p = ") and lb.bar_text(rows["mean"]) == ""
+    no_bar = lb.rank_table([row("fast", 2.0, 0.1), row("clear", 1.05, 5.0)], trials,
+                           lb.Rules("mse", higher_is_better=False))
+    assert {r.method for r in no_bar.rows if r.pareto} == {"fast", "clear"}
+
+
 def test_an_incomplete_table_is_not_ranked_and_names_its_short_cells(board) -> None:
     table = next(t for t in board[0].tables if t.dataset == "d3")
     assert table.incomplete == ("incomplete: 29 of 35 trials ok; short: Good (4/5)")
