@@ -1,5 +1,6 @@
-"""Write (or check) the arenas' summaries quoted in README.md and docs/arena.md from the
-reference results that ship with dpbench, so every quoted number is the reference's.
+"""Write (or check) the arenas' summaries quoted in README.md and docs/arena.md, and what
+the reference holds of each grid (docs/reference.md), from the reference results that ship
+with dpbench, so every quoted number is the reference's.
 
     python scripts/arena_summary.py            # rewrite the two blocks
     python scripts/arena_summary.py --check    # exit 1 if either block differs
@@ -24,11 +25,13 @@ sys.path.insert(0, str(ROOT))
 
 from dpbench.report.board_summary import leaders_markdown, summary_markdown  # noqa: E402
 from dpbench.report.leaderboard import Board  # noqa: E402
+from dpbench.runner.reference import coverage_markdown, shipped  # noqa: E402
 from dpbench.runner.schema import choices  # noqa: E402
 from dpbench.workspace import Workspace, all_refused, arena_boards, is_arena  # noqa: E402
 
 PROFILE = "default"
-FILES = {"readme": ROOT / "README.md", "arena": ROOT / "docs" / "arena.md"}
+FILES = {"readme": ROOT / "README.md", "arena": ROOT / "docs" / "arena.md",
+         "coverage": ROOT / "docs" / "reference.md"}
 
 
 def boards(results_dir: Path) -> tuple[dict[str, list[Board]], list[str]]:
@@ -59,9 +62,11 @@ def boards(results_dir: Path) -> tuple[dict[str, list[Board]], list[str]]:
 def blocks(results_dir: Path) -> dict[str, str]:
     """The text of each block, by name."""
     found, when = boards(results_dir)
+    held = shipped()
     return {"readme": leaders_markdown(found, when),
             "arena": summary_markdown({n: (b[0] if b else None) for n, b in found.items()},
-                                      when)}
+                                      when),
+            "coverage": coverage_markdown(held.manifest() if held is not None else {})}
 
 
 def replaced(text: str, name: str, block: str) -> str:

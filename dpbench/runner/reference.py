@@ -191,6 +191,26 @@ def write_reference(records: Iterable[Mapping[str, Any]], folder: str | Path,
     return out
 
 
+def coverage_markdown(manifest: Mapping[str, Any]) -> str:
+    """What the reference holds of each grid it tracks (``MANIFEST.json``'s ``grids``): a
+    line counting the complete, partial and empty grids, then a Markdown table of each
+    grid's trials held / asked. A grid it holds none of shows "not run" on the site from a
+    clean clone."""
+    grids = manifest.get("grids", {})
+    rows, tally = [], Counter()
+    for name, g in sorted(grids.items()):
+        experiment, profile = name.rsplit("@", 1)
+        held, asked = int(g.get("held", 0)), int(g.get("asked", 0))
+        state = "complete" if asked and held >= asked else "none yet" if not held else "partial"
+        tally[state] += 1
+        rows.append(f"| {experiment} | {profile} | {held:,} / {asked:,} | {state} |")
+    head = (f"{len(grids)} grids: {tally['complete']} complete, {tally['partial']} partial, "
+            f"{tally['none yet']} with no trial yet; {int(manifest.get('trials', 0)):,} "
+            f"trials, {int(manifest.get('bytes', 0)) / 2**20:.2f} MB.")
+    return "\n".join([head, "", "| experiment | profile | trials held / asked | |",
+                      "|---|---|---|---|", *rows]) + "\n"
+
+
 def stale_keys(reference: Reference, current: Iterable[str]) -> list[str]:
     """The reference keys no current grid has (their trial's key moved: the code or a
     setting changed); readers never show them as current."""

@@ -123,3 +123,15 @@ def test_a_status_from_the_reference_parses_no_record_and_a_local_one_wins(
     assert reference_lines == []        # the reference's lines were split, none parsed
     assert store.get(specs[0].key)["metrics"]["mse"] == 1.0
     assert len([p for p in parsed if isinstance(p, bytes)]) == 1
+
+
+def test_coverage_counts_complete_partial_and_empty_grids() -> None:
+    """docs/reference.md's block: each grid's trials held / asked and its state."""
+    text = ref.coverage_markdown({"trials": 1234, "bytes": 2 * 2**20, "grids": {
+        "a@default": {"held": 5, "asked": 5}, "b@paper": {"held": 2, "asked": 9},
+        "c@default": {"held": 0, "asked": 12000}}})
+    assert text.splitlines()[0] == ("3 grids: 1 complete, 1 partial, 1 with no trial yet; "
+                                    "1,234 trials, 2.00 MB.")
+    assert "| a | default | 5 / 5 | complete |" in text
+    assert "| b | paper | 2 / 9 | partial |" in text
+    assert "| c | default | 0 / 12,000 | none yet |" in text
