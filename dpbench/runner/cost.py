@@ -581,8 +581,8 @@ def grid_cost(specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
     done = 0.0
     wall = {t.spec.key for t in [*stored, *reference] if t.wall}
     for key in {s.key for s in specs} - pending:
-        rec = store.get(key)
-        if rec and rec.get("status") == OK:
+        rec = store.brief(key)               # a reference trial's cost, its record unparsed
+        if isinstance(rec, dict) and rec.get("status") == OK:
             seconds, is_cpu = record_cpu_seconds(rec)
             if is_cpu:
                 done += seconds
@@ -615,8 +615,9 @@ def grid_cost(specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
 
 def _ran_here(store: ResultStore, spec: TrialSpec) -> bool:
     """Is ``spec`` stored ok by a run on this store (not only in the reference behind it)?"""
-    rec = store.get(spec.key)
-    return bool(rec) and rec.get("status") == OK and rec.get("origin") != REFERENCE_ORIGIN
+    rec = store.brief(spec.key)         # a trial only the reference holds: not parsed
+    return isinstance(rec, dict) and rec.get("status") == OK \
+        and rec.get("origin") != REFERENCE_ORIGIN
 
 
 def cost_lines(cost: Cost, *, workers: int | None = None,

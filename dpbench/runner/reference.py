@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from dpbench.checksum import code_digest, read_kept, write_kept
+from dpbench.compile_cache import cache_root
 from dpbench.roots import REPO
 
 REFERENCE = "reference"
@@ -71,6 +73,11 @@ def shipped(enabled: bool = True) -> Reference | None:
     return found if found.exists() else None
 
 
+#: the fields of a record a reference keeps unparsed for each trial (:meth:`Reference.brief`):
+#: its status and what its cost is read from (``runner.cost.record_cpu_seconds``)
+BRIEF_FIELDS = ("key", "status", "cpu_s", "timing")
+_BRIEFS_TAG = b"dpbench-reference-briefs 1\n"
+
 #: how each line of the trials file begins (:func:`record_line`): a record's key is read
 #: from it without parsing the record, which is parsed when it is asked for
 LINE_HEAD = '{"key":"'
@@ -92,6 +99,7 @@ class Reference:
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
         self._lines: dict[str, bytes | dict[str, Any]] | None = None
+        self._brief: dict[str, dict[str, Any]] | None = None
         self._manifest: dict[str, Any] | None = None
 
     @property
@@ -127,16 +135,42 @@ class Reference:
             found["origin"] = REFERENCE
         return found
 
+    def _briefs(self) -> dict[str, dict[str, Any]]:
+        """Each key's brief (:data:`BRIEF_FIELDS` of its record), kept per version of the
+        trials file in a sealed cache (``<cache_root>/reference-briefs``): a command that
+        asks only which trials the reference holds and what they cost (``plan``,
+        ``status``) neither decompresses the ~16 MB of records nor parses one."""
+        if self._brief is None:
+            data = self.path.read_bytes() if self.exists() else b""
+            inputs = hashlib.sha256(data + code_digest().encode()).hexdigest()
+            where = hashlib.sha256(str(self.path.resolve()).encode()).hexdigest()[:16]
+            cache = cache_root() / "reference-briefs" / f"{where}.pickle"
+            kept = read_kept(cache, _BRIEFS_TAG, inputs)
+            if not isinstance(kept, dict):
+                kept = {}
+                for key in self._load():
+                    rec = self.get(key) or {}
+                    kept[key] = {f: rec[f] for f in BRIEF_FIELDS if f in rec}
+                write_kept(cache, _BRIEFS_TAG, inputs, kept, quiet=True)
+            self._brief = kept
+        return self._brief
+
+    def brief(self, key: str) -> dict[str, Any] | None:
+        """What a cost needs of ``key``'s record (:data:`BRIEF_FIELDS`, marked ``origin:
+        reference``), unparsed; None if the reference does not hold it."""
+        found = self._briefs().get(key)
+        return None if found is None else {**found, "origin": REFERENCE}
+
     def status(self, key: str) -> str | None:
         """``ok`` if the reference holds ``key`` (it holds ok trials only:
-        :func:`write_reference`), else None; the record is not parsed."""
-        return "ok" if key in self._load() else None
+        :func:`write_reference`), else None; no record is parsed."""
+        return "ok" if key in self._briefs() else None
 
     def keys(self) -> list[str]:
-        return sorted(self._load())
+        return sorted(self._briefs())
 
     def __len__(self) -> int:
-        return len(self._load())
+        return len(self._briefs())
 
     def manifest(self) -> dict[str, Any]:
         """``MANIFEST.json`` (empty without one), read once."""

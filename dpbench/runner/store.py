@@ -386,6 +386,13 @@ class ResultStore:
         found = self.read(key)
         return found if isinstance(found, dict) else None
 
+    def brief(self, key: str) -> dict[str, Any] | Damage | None:
+        """The record of ``key`` (:meth:`read`), or for a trial only the reference holds,
+        its brief (status, CPU and timing: ``Reference.brief``), which costs no parse."""
+        if self.reference is not None and not self.path(key).exists():
+            return self.reference.brief(key)
+        return self.read(key)
+
     def status(self, key: str) -> str | None:
         """ok / failed, ``corrupt`` for a damaged record, None if absent."""
         if self.reference is not None and not self.path(key).exists():

@@ -26,6 +26,7 @@ from dpbench.runner.cost import (
     record_cpu_seconds,
     stored_trials,
 )
+from dpbench.runner.reference import Reference, write_reference
 from dpbench.runner.spec import TrialSpec
 from dpbench.runner.store import ResultStore, record_problem
 
@@ -272,7 +273,7 @@ def test_plan_states_the_slurm_verdict(tmp_path: Path, capsys: pytest.CaptureFix
     from dpbench import workspace
     from dpbench.workspace import compose_config, grid
 
-    monkeypatch.setattr(workspace, "reference_of", lambda cfg: ([], None))
+    monkeypatch.setattr(workspace, "reference_of", lambda cfg, specs=(): ([], None))
     args = ["experiment=linreg_adult", "methods=[ssp]", "profile=smoke",
             f"results_dir={tmp_path}"]
     specs = grid(compose_config(args))
@@ -361,18 +362,6 @@ def test_a_shared_fit_is_paid_once_by_a_grid_without_its_builder(tmp_path: Path)
     assert len(paid) == 1 and once.estimates[paid[0].key].seconds == 300.0
 
 
-class _Shipped:
-    """A stand-in for the shipped reference behind a store: the records it answers carry
-    ``origin: reference``, as ``runner.reference`` marks them."""
-
-    def __init__(self, records: dict[str, dict]) -> None:
-        self.records = records
-
-    def get(self, key: str) -> dict | None:
-        rec = self.records.get(key)
-        return None if rec is None else {**rec, "origin": "reference"}
-
-
 def test_a_shared_fit_done_only_in_the_reference_is_paid_by_its_first_user(tmp_path: Path
                                                                              ) -> None:
     """A builder trial in the grid but done only in the shipped reference left no fit in
@@ -388,8 +377,8 @@ def test_a_shared_fit_done_only_in_the_reference_is_paid_by_its_first_user(tmp_p
     here = ResultStore(tmp_path / "here")
     for b in builders:
         put(here, b, 100.0)
-    shipped = ResultStore(tmp_path / "clean", reference=_Shipped(
-        {b.key: here.get(b.key) for b in builders}))
+    write_reference([here.get(b.key) for b in builders], tmp_path / "ref")
+    shipped = ResultStore(tmp_path / "clean", reference=Reference(tmp_path / "ref"))
     assert all(shipped.get(b.key) is not None for b in builders)
     clean = grid_cost(users + builders, users, shipped, reference)
     assert [clean.estimates[s.key].seconds for s in users] == [100.0] * 6

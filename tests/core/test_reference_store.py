@@ -99,16 +99,14 @@ def test_each_line_begins_with_its_key_and_an_older_file_still_reads(tmp_path: P
 
 def test_a_status_from_the_reference_parses_no_record_and_a_local_one_wins(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``status`` answers a reference key without parsing its record (a plan asks it of
-    every trial of a grid); a record stored here, even a failed or damaged one, is the
-    answer instead; a key neither holds is None."""
+    """``status`` and ``brief`` answer a reference key from the kept briefs (a plan asks
+    them of every trial of a grid): the first reading of a trials file parses each record
+    once to keep them; a later one (another command) parses none, until the file changes. A
+    record stored here, even a failed or damaged one, is the answer instead; a key neither
+    holds is None."""
+    monkeypatch.setenv("DPBENCH_CACHE_DIR", str(tmp_path / "cache"))
     specs = [spec(t) for t in range(3)]
-    ref.write_reference([record(s, 1.0) for s in specs], tmp_path / "ref")
-    store = ResultStore(tmp_path / "store", ref.Reference(tmp_path / "ref"))
-    store.put({**record(specs[1], 2.0), "status": "failed", "error": "planted"})
-    damaged = store.path(specs[2].key)
-    damaged.parent.mkdir(parents=True, exist_ok=True)
-    damaged.write_text("{not json")
+    ref.write_reference([{**record(s, 1.0), "cpu_s": 2.5} for s in specs], tmp_path / "ref")
     parsed: list[object] = []
     real = ref.json.loads
 
@@ -117,12 +115,26 @@ def test_a_status_from_the_reference_parses_no_record_and_a_local_one_wins(
         return real(text, *args, **kwargs)
 
     monkeypatch.setattr(ref.json, "loads", loads)
+
+    def reference_parses() -> int:
+        return len([p for p in parsed if isinstance(p, bytes)])
+
+    assert ref.Reference(tmp_path / "ref").status(specs[0].key) == "ok"
+    assert reference_parses() == 3                  # kept: each record parsed once
+    store = ResultStore(tmp_path / "store", ref.Reference(tmp_path / "ref"))
+    store.put({**record(specs[1], 2.0), "status": "failed", "error": "planted"})
+    damaged = store.path(specs[2].key)
+    damaged.parent.mkdir(parents=True, exist_ok=True)
+    damaged.write_text("{not json")
     assert [store.status(s.key) for s in specs] == ["ok", "failed", "corrupt"]
     assert store.status("0" * 64) is None
-    reference_lines = [p for p in parsed if isinstance(p, bytes)]
-    assert reference_lines == []        # the reference's lines were split, none parsed
-    assert store.get(specs[0].key)["metrics"]["mse"] == 1.0
-    assert len([p for p in parsed if isinstance(p, bytes)]) == 1
+    assert store.brief(specs[0].key) == {"key": specs[0].key, "status": "ok", "cpu_s": 2.5,
+                                         "timing": {"fit_s": 0.1}, "origin": ref.REFERENCE}
+    assert reference_parses() == 3                  # a later reading parsed none
+    assert store.get(specs[0].key)["metrics"]["mse"] == 1.0 and reference_parses() == 4
+    ref.write_reference([record(specs[0], 1.0)], tmp_path / "ref")     # the file changed
+    assert ref.Reference(tmp_path / "ref").keys() == [specs[0].key]
+    assert reference_parses() == 5
 
 
 def test_coverage_counts_complete_partial_and_empty_grids() -> None:
