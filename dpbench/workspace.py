@@ -787,6 +787,16 @@ def page_board(cfg: DictConfig, store: ResultStore, specs: Sequence[TrialSpec],
     return board, covered, board_files.write_board(board, folder)
 
 
+def prune_plots(folder: Path, kept: Sequence[Path]) -> None:
+    """Delete the plots (PNG, PDF) in ``folder`` that a board just written there did not
+    draw: a file of an older board (e.g. a diagram of an epsilon no longer on it) would
+    otherwise stay beside the new ones."""
+    keep = {p.name for p in kept}
+    for plot in [*folder.glob("*.png"), *folder.glob("*.pdf")]:
+        if plot.name not in keep:
+            plot.unlink(missing_ok=True)
+
+
 def board_dir(cfg: DictConfig) -> Path:
     """``<results_dir>/leaderboard/<experiment>-<profile>``, and ``-custom-<hash>`` after
     it for an ad-hoc grid: where ``leaderboard`` writes an arena grid's boards."""
@@ -1120,6 +1130,8 @@ def write_boards(ws: Workspace, names: Sequence[str | None], profiles: Sequence[
     files = iter(draw_boards(jobs, drawing_workers(ws.overrides, ws.cfg, len(jobs))))
     for out, built_from, boards in todo:
         drawn = [next(files) for _ in boards]
+        for paths in drawn:
+            prune_plots(paths[0].parent, paths)
         written += [p for paths in drawn for p in paths]
         (out / OUTPUTS_FILE).write_text("".join(f"{p.name}\n" for p in drawn[0]))
         mark_built(out, built_from)

@@ -227,3 +227,20 @@ def test_boards_drawn_by_one_or_two_workers_are_the_same_files(
     for rel in one:
         if rel.name != ".fingerprint":
             assert (results / rel).read_bytes() == (other / rel).read_bytes(), rel
+
+
+def test_a_rebuilt_board_deletes_the_plots_it_no_longer_draws(results: Path) -> None:
+    """A plot left by an older board (the eps-0.1 and eps-0.5 diagrams once shared the name
+    ``critical_difference-0.png``) is deleted when the board is written again; the plots the
+    new board lists stay."""
+    common = [*ARENA, f"results_dir={results}", "runner.progress=false", "runner.n_jobs=1"]
+    assert main(["leaderboard", *common]) == 0
+    (folder,) = (results / "leaderboard").glob("arena_regression-smoke*")   # ad hoc: -custom-
+    listed = set((folder / workspace.OUTPUTS_FILE).read_text().split())
+    stale = folder / "critical_difference-0.png"
+    stale.write_bytes(b"an older board's plot")
+    (folder / workspace.FINGERPRINT_FILE).unlink()          # as if its inputs changed
+    assert main(["leaderboard", *common]) == 0
+    assert not stale.exists()
+    assert all((folder / name).is_file() for name in listed)
+    assert {p.name for p in folder.glob("*.png")} <= listed
