@@ -92,6 +92,15 @@ def record_line(record: Mapping[str, Any]) -> str:
                                                            else "}")
 
 
+def kept_reading(path: Path, data: bytes, folder: str) -> tuple[Path, str]:
+    """Where a reading of file ``path`` is kept (``<cache_root>/<folder>/``, one cache file
+    per path) and the digest of what the reading depends on: ``data`` (the file's bytes) and
+    dpbench's code (``checksum.read_kept`` rebuilds it when either changed)."""
+    inputs = hashlib.sha256(data + code_digest().encode()).hexdigest()
+    where = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    return cache_root() / folder / f"{where}.pickle", inputs
+
+
 class Reference:
     """The reference records by key: the file read once, lazily, on the first question,
     and each record parsed when it is first asked for (a command asks for a few grids')."""
@@ -142,9 +151,7 @@ class Reference:
         ``status``) neither decompresses the ~16 MB of records nor parses one."""
         if self._brief is None:
             data = self.path.read_bytes() if self.exists() else b""
-            inputs = hashlib.sha256(data + code_digest().encode()).hexdigest()
-            where = hashlib.sha256(str(self.path.resolve()).encode()).hexdigest()[:16]
-            cache = cache_root() / "reference-briefs" / f"{where}.pickle"
+            cache, inputs = kept_reading(self.path, data, "reference-briefs")
             kept = read_kept(cache, _BRIEFS_TAG, inputs)
             if not isinstance(kept, dict):
                 kept = {}

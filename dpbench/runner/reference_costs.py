@@ -22,19 +22,18 @@ replace it once their trials exist.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import pickle
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dpbench.checksum import code_digest, read_kept, replace_file, write_kept
-from dpbench.compile_cache import cache_root
+from dpbench.checksum import read_kept, replace_file, write_kept
 from dpbench.roots import paper_dir, papers_dirs
 from dpbench.runner.cost import IDENTITIES, artifact_of, identities, record_mem_mb, record_seconds
 from dpbench.runner.reference import (
     Reference,
+    kept_reading,
     machine_text,  # noqa: F401 (the export script's)
 )
 from dpbench.runner.schema import ConfigError, entries
@@ -91,7 +90,7 @@ def read_reference(path: Path) -> list[dict[str, Any]]:
     (:data:`~dpbench.runner.cost.IDENTITIES`): ``plan`` reads every shipped file, ~1,500
     lines whose checks and hashes cost more than the rest of its cost model."""
     data = path.read_bytes()
-    cache, inputs = _cache_file(path, data)
+    cache, inputs = kept_reading(path, data, "reference-costs")
     kept = read_kept(cache, _TAG, inputs)
     if isinstance(kept, tuple):
         lines, known = kept
@@ -100,25 +99,11 @@ def read_reference(path: Path) -> list[dict[str, Any]]:
     lines = _parse(path, data.decode("utf-8"))
     known = {ln["key"]: identities(TrialSpec.from_dict(ln["spec"], key=ln["key"]))
              for ln in lines}
-    for old in cache.parent.glob(cache.name.split("-", 1)[0] + "-*.pickle"):
-        try:
-            old.unlink(missing_ok=True)         # the file's older readings
-        except OSError:                         # a read-only cache: left as it is
-            break
     write_kept(cache, _TAG, inputs, (lines, known), quiet=True)
     return lines
 
 
 _TAG = b"dpbench-reference-costs 3\n"
-
-
-def _cache_file(path: Path, data: bytes) -> tuple[Path, str]:
-    """The cache file of reference file ``path`` (one per file: its name's hash) and the
-    digest of what a reading of ``data`` depends on (the bytes, and dpbench's code, which
-    checks them and hashes the identities), which also names the file."""
-    inputs = hashlib.sha256(data + code_digest().encode()).hexdigest()
-    where = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    return cache_root() / "reference-costs" / f"{where}-{inputs[:32]}.pickle", inputs
 
 
 def _parse(path: Path, body: str) -> list[dict[str, Any]]:
@@ -215,10 +200,7 @@ def results_lines(reference: Reference, specs: Iterable[TrialSpec]) -> list[dict
     The trials file is indexed once per version (its bytes and dpbench's code) into a
     sealed cache, ``<cache_root>/reference-fits``: a plan unpickles its grid's groups only,
     not the ~16 MB of records."""
-    data = reference.path.read_bytes()
-    inputs = hashlib.sha256(data + code_digest().encode()).hexdigest()
-    where = hashlib.sha256(str(reference.path.resolve()).encode()).hexdigest()[:16]
-    cache = cache_root() / "reference-fits" / f"{where}.pickle"
+    cache, inputs = kept_reading(reference.path, reference.path.read_bytes(), "reference-fits")
     index = read_kept(cache, _FITS_TAG, inputs)
     if not isinstance(index, dict):
         groups: dict[str, list[tuple[dict[str, Any], tuple[str, str, str]]]] = {}
