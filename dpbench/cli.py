@@ -348,9 +348,8 @@ def compare(args: argparse.Namespace) -> int:
     cfg = compose_config(args.overrides)
     reference = shipped()
     if reference is None:
-        raise UserError("no reference results to compare with (results/reference/"
-                        "trials.jsonl.gz, or DPBENCH_REFERENCE); `make reference` builds them "
-                        "from a store")
+        raise UserError("no reference results to compare with (results/reference/trials/, "
+                        "or DPBENCH_REFERENCE); `make reference` builds them from a store")
     metrics = [m for m in TASKS[str(cfg.experiment.task)].metrics if not m.endswith("*")]
     verdict = compare_report.compare(str(cfg.experiment.name), grid(cfg),
                                      store_of(cfg, reference=False), reference, metrics)

@@ -537,7 +537,7 @@ def reference_of(cfg: DictConfig, specs: Sequence[TrialSpec] = ()
         lines = results_lines(results, specs)
         seen.update(ln["key"] for ln in lines)
         if lines:
-            files.append((results.path, lines))
+            files.append((results.folder, lines))
     for path in reference_files(cfg.experiment.get("paper"), str(cfg.experiment.name)):
         lines = [ln for ln in read_reference(path) if ln["key"] not in seen]
         seen.update(ln["key"] for ln in lines)    # a trial two files hold: the first's line

@@ -7,9 +7,10 @@ For each experiment (default: every one) at the profile, the ok trials of its cu
 are taken from the store of ``results_dir`` (default ``results``) with the reference being
 rebuilt (``--out``, default the shipped one) behind it: the local trial wins, and a grid
 run over several sittings keeps what earlier ones published. They are written with
-``runner/reference.py``'s ``write_reference``, with a manifest saying how many of each
-grid's trials it holds. Every grid the old manifest names is kept too (building one grid
-never drops another's trials); trials whose key no kept grid has any more (stale:
+``runner/reference.py``'s ``write_reference``, a file per grid (a trial two grids share in
+the first's, by name), with a manifest saying how many of each grid's trials it holds.
+Every grid the old manifest names is kept too (building one grid never drops another's
+trials); trials whose key no kept grid has any more (stale:
 ``stale_keys``) are dropped, and counted.
 """
 
@@ -59,8 +60,8 @@ def main(argv: list[str]) -> int:
     # the grids the old reference held stay in it (a build of one grid keeps the others);
     # their trials are kept where the grid still asks for them, dropped as stale otherwise
     kept = list(dict.fromkeys(wanted + sorted((old.manifest() if old else {}).get("grids", {}))))
-    records, grids, keys = {}, {}, set()
-    for entry in kept:
+    records, grids, keys, parts = {}, {}, set(), {}
+    for entry in sorted(kept):
         name, profile = entry.split("@", 1)
         if name not in choices("experiment"):
             continue                      # an experiment since removed: its trials are stale
@@ -74,12 +75,14 @@ def main(argv: list[str]) -> int:
             rec = store.get(s.key)
             if rec is not None and rec.get("status") == "ok":
                 records[s.key] = rec
+                parts.setdefault(s.key, entry)    # a trial two grids share: the first's file
                 held += 1
         grids[entry] = {"held": held, "asked": len(specs)}
         print(f"{name} ({profile}): {held} of {len(specs)} trials")
     stale = [] if old is None else stale_keys(old, keys)
-    path = write_reference(records.values(), out, grids)
-    print(f"{path}: {len(records)} trials, {path.stat().st_size / 2**20:.2f} MB; "
+    path = write_reference(records.values(), out, grids, parts)
+    size = sum(f.stat().st_size for f in path.glob("*.jsonl.gz"))
+    print(f"{path}: {len(records)} trials, {size / 2**20:.2f} MB; "
           f"{len(stale)} stale trial(s) of the old reference dropped")
     return 0
 

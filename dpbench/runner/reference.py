@@ -1,9 +1,11 @@
 """The reference results that ship with dpbench: a read-only store beside the local one.
 
-``results/reference/trials.jsonl.gz`` holds stored trial records (one JSON object a line,
-gzip), each with its provenance as the trial recorded it (commit, host, CPU model, cores,
-finish time, library versions, CPU seconds, peak memory), and ``MANIFEST.json`` says how
-many, from which commits and hosts, and their sha256. A :class:`~dpbench.runner.store.
+``results/reference/trials/<experiment>@<profile>.jsonl.gz`` hold stored trial records (one
+JSON object a line, gzip; one file a grid, so a grid added or re-run rewrites its own file
+and the repository's history keeps every other file once), each with its provenance as the
+trial recorded it (commit, host, CPU model, cores, finish time, library versions, CPU
+seconds, peak memory), and ``MANIFEST.json`` says how many, from which commits and hosts,
+and each file's sha256. A :class:`~dpbench.runner.store.
 ResultStore` opened with a reference answers a key it does not hold from it, the record
 marked ``origin: reference`` (a local trial is ``this machine``), so ``status``,
 ``figures``, ``leaderboard``, ``site`` and ``plan`` read the published trials where the
@@ -21,6 +23,7 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
+import io
 import json
 import os
 from collections import Counter
@@ -28,13 +31,18 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from dpbench.checksum import code_digest, read_kept, write_kept
+from dpbench.checksum import code_digest, read_kept, replace_file, write_kept
 from dpbench.compile_cache import cache_root
 from dpbench.roots import REPO
 
 REFERENCE = "reference"
 LOCAL = "this machine"
+#: the one trials file of a reference written before it was kept a file per grid (still read)
 TRIALS_FILE = "trials.jsonl.gz"
+#: the folder of a reference's trials files, one per part (a grid, ``experiment@profile``)
+PARTS_DIR = "trials"
+#: the part of a record :func:`write_reference` is not told the grid of
+OTHER_PART = "other"
 MANIFEST_FILE = "MANIFEST.json"
 #: the size the shipped reference may take (bytes), kept by a test
 SIZE_CAP = 25 * 2**20
@@ -76,7 +84,7 @@ def shipped(enabled: bool = True) -> Reference | None:
 #: the fields of a record a reference keeps unparsed for each trial (:meth:`Reference.brief`):
 #: its status and what its cost is read from (``runner.cost.record_cpu_seconds``)
 BRIEF_FIELDS = ("key", "status", "cpu_s", "timing")
-_BRIEFS_TAG = b"dpbench-reference-briefs 1\n"
+_BRIEFS_TAG = b"dpbench-reference-briefs 2\n"
 
 #: how each line of the trials file begins (:func:`record_line`): a record's key is read
 #: from it without parsing the record, which is parsed when it is asked for
@@ -93,8 +101,8 @@ def record_line(record: Mapping[str, Any]) -> str:
 
 
 def kept_reading(path: Path, data: bytes, folder: str) -> tuple[Path, str]:
-    """Where a reading of file ``path`` is kept (``<cache_root>/<folder>/``, one cache file
-    per path) and the digest of what the reading depends on: ``data`` (the file's bytes) and
+    """Where a reading of file (or folder) ``path`` is kept (``<cache_root>/<folder>/``, one
+    cache file per path) and the digest of what the reading depends on: ``data`` (its bytes) and
     dpbench's code (``checksum.read_kept`` rebuilds it when either changed)."""
     inputs = hashlib.sha256(data + code_digest().encode()).hexdigest()
     where = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
@@ -102,41 +110,56 @@ def kept_reading(path: Path, data: bytes, folder: str) -> tuple[Path, str]:
 
 
 class Reference:
-    """The reference records by key: the file read once, lazily, on the first question,
-    and each record parsed when it is first asked for (a command asks for a few grids')."""
+    """The reference records by key: each trials file read once, lazily, when a record of
+    it is first asked for, and each record parsed when it is first asked for (a command
+    asks for a few grids')."""
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
-        self._lines: dict[str, bytes | dict[str, Any]] | None = None
-        self._brief: dict[str, dict[str, Any]] | None = None
+        self._lines: dict[Path, dict[str, bytes | dict[str, Any]]] = {}
+        self._kept: dict[str, dict[str, Any]] | None = None
         self._manifest: dict[str, Any] | None = None
 
-    @property
-    def path(self) -> Path:
-        return self.folder / TRIALS_FILE
+    def files(self) -> list[Path]:
+        """The trials files, sorted: one per part (:data:`PARTS_DIR`), and the single
+        :data:`TRIALS_FILE` of an older reference."""
+        parts = sorted((self.folder / PARTS_DIR).glob("*.jsonl.gz"))
+        single = self.folder / TRIALS_FILE
+        return parts + ([single] if single.is_file() else [])
 
     def exists(self) -> bool:
-        return self.path.is_file()
+        return bool(self.files())
 
-    def _load(self) -> dict[str, bytes | dict[str, Any]]:
-        """Each key's line (or its record, once parsed; a line of an older file that does
-        not begin with :data:`LINE_HEAD` is parsed here). The file is decompressed whole and
-        split as bytes: a line is decoded only when its record is asked for."""
-        if self._lines is None:
-            self._lines = {}
-            if self.exists():
-                head = LINE_HEAD.encode()
-                for line in gzip.decompress(self.path.read_bytes()).split(b"\n"):
-                    if line.startswith(head):
-                        self._lines[line[len(head):line.index(b'"', len(head))].decode()] = line
-                    elif line.strip():
-                        rec = json.loads(line)
-                        self._lines[rec["key"]] = rec
-        return self._lines
+    def contents(self) -> bytes:
+        """What the reference's readings depend on: each trials file's name and bytes (a
+        cache kept of a reading, :func:`kept_reading`, is rebuilt when one changed)."""
+        return b"".join(f.relative_to(self.folder).as_posix().encode() + b"\0"
+                        + hashlib.sha256(f.read_bytes()).digest() for f in self.files())
+
+    def _load(self, path: Path) -> dict[str, bytes | dict[str, Any]]:
+        """Each key's line in file ``path`` (or its record, once parsed; a line of an older
+        file that does not begin with :data:`LINE_HEAD` is parsed here). The file is
+        decompressed whole and split as bytes: a line is decoded only when its record is
+        asked for."""
+        if path not in self._lines:
+            lines: dict[str, bytes | dict[str, Any]] = {}
+            head = LINE_HEAD.encode()
+            for line in gzip.decompress(path.read_bytes()).split(b"\n"):
+                if line.startswith(head):
+                    lines[line[len(head):line.index(b'"', len(head))].decode()] = line
+                elif line.strip():
+                    rec = json.loads(line)
+                    lines[rec["key"]] = rec
+            self._lines[path] = lines
+        return self._lines[path]
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The reference record of ``key`` (marked ``origin: reference``), or None."""
-        lines = self._load()
+        """The reference record of ``key`` (marked ``origin: reference``), or None. Only
+        the file that holds it is read."""
+        where = self._index()["where"].get(key)
+        if where is None:
+            return None
+        lines = self._load(self.folder / where)
         found = lines.get(key)
         if isinstance(found, bytes):
             found = lines[key] = json.loads(found)
@@ -144,40 +167,47 @@ class Reference:
             found["origin"] = REFERENCE
         return found
 
-    def _briefs(self) -> dict[str, dict[str, Any]]:
-        """Each key's brief (:data:`BRIEF_FIELDS` of its record), kept per version of the
-        trials file in a sealed cache (``<cache_root>/reference-briefs``): a command that
-        asks only which trials the reference holds and what they cost (``plan``,
-        ``status``) neither decompresses the ~16 MB of records nor parses one."""
-        if self._brief is None:
-            data = self.path.read_bytes() if self.exists() else b""
-            cache, inputs = kept_reading(self.path, data, "reference-briefs")
+    def _index(self) -> dict[str, dict[str, Any]]:
+        """Each key's brief (:data:`BRIEF_FIELDS` of its record) and the file that holds it,
+        kept per version of the trials files in a sealed cache
+        (``<cache_root>/reference-briefs``): a command that asks only which trials the
+        reference holds and what they cost (``plan``, ``status``) neither decompresses the
+        records nor parses one, and a record asked for decompresses its own file only."""
+        if self._kept is None:
+            cache, inputs = kept_reading(self.folder, self.contents(), "reference-briefs")
             kept = read_kept(cache, _BRIEFS_TAG, inputs)
             if not isinstance(kept, dict):
-                kept = {}
-                for key in self._load():
+                where: dict[str, str] = {}
+                for path in self.files():
+                    name = path.relative_to(self.folder).as_posix()
+                    for key in self._load(path):
+                        where.setdefault(key, name)
+                self._kept = {"where": where, "briefs": {}}      # what ``get`` looks up
+                briefs = {}
+                for key in where:
                     rec = self.get(key) or {}
-                    kept[key] = {f: rec[f] for f in BRIEF_FIELDS if f in rec}
+                    briefs[key] = {f: rec[f] for f in BRIEF_FIELDS if f in rec}
+                kept = {"where": where, "briefs": briefs}
                 write_kept(cache, _BRIEFS_TAG, inputs, kept, quiet=True)
-            self._brief = kept
-        return self._brief
+            self._kept = kept
+        return self._kept
 
     def brief(self, key: str) -> dict[str, Any] | None:
         """What a cost needs of ``key``'s record (:data:`BRIEF_FIELDS`, marked ``origin:
         reference``), unparsed; None if the reference does not hold it."""
-        found = self._briefs().get(key)
+        found = self._index()["briefs"].get(key)
         return None if found is None else {**found, "origin": REFERENCE}
 
     def status(self, key: str) -> str | None:
         """``ok`` if the reference holds ``key`` (it holds ok trials only:
         :func:`write_reference`), else None; no record is parsed."""
-        return "ok" if key in self._briefs() else None
+        return "ok" if key in self._index()["where"] else None
 
     def keys(self) -> list[str]:
-        return sorted(self._briefs())
+        return sorted(self._index()["where"])
 
     def __len__(self) -> int:
-        return len(self._briefs())
+        return len(self._index()["where"])
 
     def manifest(self) -> dict[str, Any]:
         """``MANIFEST.json`` (empty without one), read once."""
@@ -199,37 +229,61 @@ def origin_of(record: Mapping[str, Any]) -> str:
 
 
 def write_reference(records: Iterable[Mapping[str, Any]], folder: str | Path,
-                    grids: Mapping[str, Mapping[str, int]] | None = None) -> Path:
-    """Write ``records`` (ok trials, sorted by key) as the reference in ``folder``: the
-    gzip JSON lines, then the manifest (counts, commits, hosts, sha256, and ``grids``:
-    per ``experiment@profile`` its trials held and asked). Refuses a result over
-    :data:`SIZE_CAP`. Deterministic: the same records give the same bytes."""
+                    grids: Mapping[str, Mapping[str, int]] | None = None,
+                    parts: Mapping[str, str] | None = None) -> Path:
+    """Write ``records`` (ok trials) as the reference in ``folder``: one gzip JSON lines
+    file per part, ``trials/<part>.jsonl.gz`` (``parts`` maps a key to its part, a grid's
+    ``experiment@profile``; a key it does not name goes to :data:`OTHER_PART`), each sorted
+    by key, then the manifest (counts, commits, hosts, each file's trials, bytes and
+    sha256, one sha256 over them, and ``grids``: per ``experiment@profile`` its trials held
+    and asked). A file no part fills any more is removed, and an older single trials file
+    too. Refuses a result over :data:`SIZE_CAP` before any file is replaced. Deterministic:
+    the same records give the same bytes. Returns the folder of the trials files."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / PARTS_DIR
+    out.mkdir(parents=True, exist_ok=True)
     kept = sorted((dict(r) for r in records if r.get("status") == "ok"),
                   key=lambda r: r["key"])
+    grouped: dict[str, list[dict[str, Any]]] = {}
     for r in kept:
         r.pop("origin", None)
-    tmp = folder / (TRIALS_FILE + ".tmp")
-    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as fh:
-        for r in kept:
-            fh.write((record_line(r) + "\n").encode())
-    size = tmp.stat().st_size
+        grouped.setdefault((parts or {}).get(r["key"], OTHER_PART), []).append(r)
+    written: dict[str, bytes] = {}
+    for part, recs in sorted(grouped.items()):
+        buf = io.BytesIO()
+        with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as fh:
+            for r in recs:
+                fh.write((record_line(r) + "\n").encode())
+        written[f"{PARTS_DIR}/{part}.jsonl.gz"] = buf.getvalue()
+    size = sum(len(b) for b in written.values())
     if size > SIZE_CAP:
-        tmp.unlink()
         raise ValueError(f"the reference would take {size / 2**20:.1f} MB, more than the "
                          f"{SIZE_CAP / 2**20:.0f} MB cap; keep fewer grids")
-    out = folder / TRIALS_FILE
-    tmp.replace(out)
-    manifest = {"trials": len(kept), "bytes": size,
-                "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
+    for name, data in written.items():
+        replace_file(folder / name, data)
+    for old in [*out.glob("*.jsonl.gz"), folder / TRIALS_FILE]:
+        if old.is_file() and old.relative_to(folder).as_posix() not in written:
+            old.unlink()
+    files = {name: {"trials": len(grouped[name[len(PARTS_DIR) + 1:-len(".jsonl.gz")]]),
+                    "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+             for name, data in sorted(written.items())}
+    manifest = {"trials": len(kept), "bytes": size, "files": files,
+                "sha256": files_digest(files),
                 "commits": dict(Counter(str(r.get("commit")) for r in kept)),
                 "hosts": dict(Counter(str(r.get("cpu") or r.get("host")) for r in kept)),
                 "finished": [min((str(r.get("finished_at")) for r in kept), default=None),
                              max((str(r.get("finished_at")) for r in kept), default=None)],
                 "grids": {g: dict(v) for g, v in sorted((grids or {}).items())}}
-    (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    replace_file(folder / MANIFEST_FILE,
+                 (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
     return out
+
+
+def files_digest(files: Mapping[str, Mapping[str, Any]]) -> str:
+    """One sha256 for the whole reference: over each trials file's name and sha256 (the
+    manifest's ``files``), in name order."""
+    return hashlib.sha256("".join(f"{name}:{f['sha256']}\n" for name, f in
+                                  sorted(files.items())).encode()).hexdigest()
 
 
 def coverage_markdown(manifest: Mapping[str, Any]) -> str:

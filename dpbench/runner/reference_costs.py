@@ -200,7 +200,7 @@ def results_lines(reference: Reference, specs: Iterable[TrialSpec]) -> list[dict
     The trials file is indexed once per version (its bytes and dpbench's code) into a
     sealed cache, ``<cache_root>/reference-fits``: a plan unpickles its grid's groups only,
     not the ~16 MB of records."""
-    cache, inputs = kept_reading(reference.path, reference.path.read_bytes(), "reference-fits")
+    cache, inputs = kept_reading(reference.folder, reference.contents(), "reference-fits")
     index = read_kept(cache, _FITS_TAG, inputs)
     if not isinstance(index, dict):
         groups: dict[str, list[tuple[dict[str, Any], tuple[str, str, str]]]] = {}

@@ -7,6 +7,7 @@ bit after one, and names the cell of a planted change (exit 1)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,9 +37,7 @@ def test_a_build_of_another_grid_keeps_the_first(fixture_reference: Path,
     """Building one grid into a reference never drops another grid's trials (a grid run at
     another sitting or on another machine), and the manifest still counts both."""
     out = tmp_path / "reference"
-    out.mkdir()
-    for f in fixture_reference.iterdir():
-        (out / f.name).write_bytes(f.read_bytes())
+    shutil.copytree(fixture_reference, out)
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / "build_reference.py"),
                            "exrisk_holdout", "--out", str(out),
                            f"results_dir={tmp_path / 'empty'}"],

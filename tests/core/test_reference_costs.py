@@ -317,7 +317,7 @@ def test_a_plan_prices_from_the_shipped_results_a_cell_no_costs_file_finished(
     for s in ssp:
         est = cost.estimates[s.key]
         assert (est.source, est.seconds, est.at_least) == (REFERENCE, 40.0, False), est
-    assert f"{len(ssp)} in ref/trials.jsonl.gz" in str(note)
+    assert f"{len(ssp)} in {tmp_path.name}/ref" in str(note)
     monkeypatch.setenv("DPBENCH_REFERENCE", "off")
     fits, note = workspace.reference_of(cfg, specs)
     est = grid_cost(specs, specs, ResultStore(tmp_path / "store"), fits, note

@@ -9,7 +9,7 @@ import hashlib
 
 import pytest
 
-from dpbench.runner.reference import SIZE_CAP, Reference, default_dir
+from dpbench.runner.reference import SIZE_CAP, Reference, default_dir, files_digest
 from dpbench.workspace import compose_config, grid
 
 #: what every shipped trial must say of where it ran
@@ -19,16 +19,19 @@ PROVENANCE = ("commit", "finished_at", "versions", "cpu_s", "host")
 @pytest.fixture(scope="module")
 def shipped() -> Reference:
     ref = Reference(default_dir())
-    assert ref.exists(), f"{ref.path} is missing: `make reference` builds it"
+    assert ref.exists(), f"{ref.folder} holds no trials: `make reference` builds it"
     return ref
 
 
 def test_the_reference_is_within_its_cap_and_matches_its_manifest(shipped: Reference) -> None:
     manifest = shipped.manifest()
-    data = shipped.path.read_bytes()
-    assert len(data) <= SIZE_CAP
-    assert manifest["sha256"] == hashlib.sha256(data).hexdigest()
-    assert manifest["trials"] == len(shipped) > 0
+    files = {f.relative_to(shipped.folder).as_posix(): f.read_bytes() for f in shipped.files()}
+    assert sum(len(d) for d in files.values()) == manifest["bytes"] <= SIZE_CAP
+    assert {n: hashlib.sha256(d).hexdigest() for n, d in files.items()} == {
+        n: f["sha256"] for n, f in manifest["files"].items()}
+    assert manifest["sha256"] == files_digest(manifest["files"])
+    assert manifest["trials"] == len(shipped) == sum(f["trials"] for f in
+                                                     manifest["files"].values()) > 0
     assert sum(g["held"] for g in manifest["grids"].values()) >= len(shipped)
 
 

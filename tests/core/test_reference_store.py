@@ -46,16 +46,20 @@ def test_the_store_answers_from_the_reference_where_it_lacks_a_key(tmp_path: Pat
 def test_written_reference_is_deterministic_with_a_manifest(tmp_path: Path) -> None:
     recs = [record(spec(t), float(t)) for t in range(4)]
     a = ref.write_reference(recs, tmp_path / "a", {"toy@default": {"held": 4, "asked": 5}})
-    b = ref.write_reference(list(reversed(recs)), tmp_path / "b",
-                            {"toy@default": {"held": 4, "asked": 5}})
-    assert a.read_bytes() == b.read_bytes()
+    ref.write_reference(list(reversed(recs)), tmp_path / "b",
+                        {"toy@default": {"held": 4, "asked": 5}})
+    files_a = ref.Reference(tmp_path / "a").files()
+    files_b = ref.Reference(tmp_path / "b").files()
+    assert [f.read_bytes() for f in files_a] == [f.read_bytes() for f in files_b]
+    assert [f.name for f in files_a] == [f"{ref.OTHER_PART}.jsonl.gz"]
     manifest = ref.Reference(tmp_path / "a").manifest()
     assert manifest["trials"] == 4 and manifest["grids"] == {"toy@default": {"held": 4,
                                                                              "asked": 5}}
     assert manifest["hosts"] == {"Toy CPU, 2 cores": 4}
-    with gzip.open(a, "rt") as fh:
+    with gzip.open(files_a[0], "rt") as fh:
         lines = [json.loads(x) for x in fh]
     assert [x["key"] for x in lines] == sorted(r["key"] for r in recs)
+    assert a == tmp_path / "a" / ref.PARTS_DIR
 
 
 def test_failed_trials_stay_out_and_the_size_cap_holds(tmp_path: Path,
@@ -67,7 +71,13 @@ def test_failed_trials_stay_out_and_the_size_cap_holds(tmp_path: Path,
     monkeypatch.setattr(ref, "SIZE_CAP", 10)
     with pytest.raises(ValueError, match="more than the 0 MB cap"):
         ref.write_reference(recs, tmp_path / "s")
-    assert not (tmp_path / "s" / ref.TRIALS_FILE).exists()
+    assert not ref.Reference(tmp_path / "s").exists()
+    monkeypatch.setattr(ref, "SIZE_CAP", 25 * 2**20)
+    ref.write_reference(recs[:1], tmp_path / "s")
+    monkeypatch.setattr(ref, "SIZE_CAP", 10)
+    with pytest.raises(ValueError, match="cap"):                 # refused: the old one stays
+        ref.write_reference(recs, tmp_path / "s")
+    assert ref.Reference(tmp_path / "s").keys() == [recs[0]["key"]]
 
 
 def test_stale_keys_are_the_ones_no_grid_has(tmp_path: Path) -> None:
@@ -82,7 +92,7 @@ def test_each_line_begins_with_its_key_and_an_older_file_still_reads(tmp_path: P
     (``reference.LINE_HEAD``); a file written before, as sorted JSON lines, reads the same."""
     recs = [record(spec(t), float(t)) for t in range(3)]
     path = ref.write_reference(recs, tmp_path / "new")
-    with gzip.open(path, "rt") as fh:
+    with gzip.open(path / f"{ref.OTHER_PART}.jsonl.gz", "rt") as fh:
         lines = fh.read().splitlines()
     assert all(ln.startswith(ref.LINE_HEAD + r["key"] + '"') for ln, r in
                zip(lines, sorted(recs, key=lambda r: r["key"]), strict=True))
@@ -95,6 +105,44 @@ def test_each_line_begins_with_its_key_and_an_older_file_still_reads(tmp_path: P
     for r in recs:
         assert new_ref.get(r["key"]) == old_ref.get(r["key"]) == {**r, "origin": ref.REFERENCE}
     assert new_ref.get("0" * 64) is None
+
+
+def test_each_grid_has_its_own_file_and_a_record_reads_only_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file per part (a grid): a rebuild that changes one grid rewrites that file only
+    (the repository keeps every other file's bytes once); asking for a record decompresses
+    the file that holds it, not the others; the manifest's sha256 covers every file, and a
+    file no part fills any more (and an older single trials file) is removed."""
+    monkeypatch.setenv("DPBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    a = [record(spec(t, "a"), float(t)) for t in range(3)]
+    b = [record(spec(t, "b"), 10.0 + t) for t in range(2)]
+    parts = {**{r["key"]: "x@default" for r in a}, **{r["key"]: "y@default" for r in b}}
+    folder = tmp_path / "r"
+    (folder).mkdir()
+    (folder / ref.TRIALS_FILE).write_bytes(gzip.compress(b""))   # an older layout's file
+    ref.write_reference(a + b, folder, parts=parts)
+    reference = ref.Reference(folder)
+    assert [f.name for f in reference.files()] == ["x@default.jsonl.gz", "y@default.jsonl.gz"]
+    x_bytes = reference.files()[0].read_bytes()
+    manifest = reference.manifest()
+    assert {n: f["trials"] for n, f in manifest["files"].items()} == {
+        "trials/x@default.jsonl.gz": 3, "trials/y@default.jsonl.gz": 2}
+    assert manifest["sha256"] == ref.files_digest(manifest["files"])
+    opened: list[str] = []
+    real = ref.gzip.decompress
+    monkeypatch.setattr(ref.gzip, "decompress", lambda d: opened.append(d) or real(d))
+    fresh = ref.Reference(folder)
+    assert fresh.status(b[1]["key"]) == "ok"                     # kept: each file read once
+    opened.clear()
+    assert ref.Reference(folder).get(b[1]["key"])["metrics"]["mse"] == 11.0
+    assert len(opened) == 1                                      # y's file only
+    b2 = [{**r, "metrics": {"mse": 0.5}} for r in b]
+    ref.write_reference(a + b2, folder, parts=parts)
+    assert reference.files()[0].read_bytes() == x_bytes          # x untouched, byte for byte
+    assert ref.Reference(folder).get(b[0]["key"])["metrics"]["mse"] == 0.5
+    ref.write_reference(a, folder, parts=parts)                  # y gone: its file too
+    assert [f.name for f in ref.Reference(folder).files()] == ["x@default.jsonl.gz"]
+    assert ref.Reference(folder).manifest()["sha256"] != manifest["sha256"]
 
 
 def test_a_status_from_the_reference_parses_no_record_and_a_local_one_wins(
@@ -132,7 +180,7 @@ def test_a_status_from_the_reference_parses_no_record_and_a_local_one_wins(
                                          "timing": {"fit_s": 0.1}, "origin": ref.REFERENCE}
     assert reference_parses() == 3                  # a later reading parsed none
     assert store.get(specs[0].key)["metrics"]["mse"] == 1.0 and reference_parses() == 4
-    ref.write_reference([record(specs[0], 1.0)], tmp_path / "ref")     # the file changed
+    ref.write_reference([record(specs[0], 1.0)], tmp_path / "ref")     # the files changed
     assert ref.Reference(tmp_path / "ref").keys() == [specs[0].key]
     assert reference_parses() == 5
 
