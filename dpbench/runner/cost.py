@@ -244,15 +244,28 @@ def stored_trials(store: ResultStore) -> list[Stored]:
     kept = read_kept(path, COSTS_TAG, code_digest())
     old: dict[str, tuple[tuple[int, ...], Stored | None]] = kept if isinstance(kept, dict) \
         else {}
-    index = {k: old[k] if k in old and old[k][0] == st else (st, _stored(store.get(k)))
+    index = {k: old[k] if k in old and old[k][0] == st else _indexed(st, store.get(k))
              for k, st in sorted(stats.items())}
     if index.keys() != old.keys() or any(index[k] is not old[k] for k in index):
         write_kept(path, COSTS_TAG, code_digest(), index, quiet=True)
-    return [t for _, t in index.values() if t is not None]
+    out = []
+    for _, t, ids in index.values():
+        if t is not None:
+            IDENTITIES.setdefault(t.spec.key, ids)      # kept: not hashed again
+            out.append(t)
+    return out
 
 
 #: the header of the store's cost index (:func:`stored_trials`)
-COSTS_TAG = b"dpbench-store-costs 1\n"
+COSTS_TAG = b"dpbench-store-costs 2\n"
+
+
+def _indexed(stat: tuple[int, ...], rec: Mapping[str, Any] | None
+             ) -> tuple[tuple[int, ...], Stored | None, tuple[str, str, str] | None]:
+    """A record's entry in the store's cost index: its file's stat, the record as a stored
+    trial (or None) and that trial's :func:`identities`."""
+    t = _stored(rec)
+    return stat, t, None if t is None else identities(t.spec)
 
 
 def _stored(rec: Mapping[str, Any] | None) -> Stored | None:
@@ -289,8 +302,8 @@ def shared_fit_builders(trials: Iterable[Stored]
             continue
         builder = built[0].spec
         for t in group:
-            cells = budgets_of(t.spec)
-            if t.artifact_hit and cells != budgets_of(builder):
+            cells = identities(t.spec)[1]            # budgets_of, hashed once a key
+            if t.artifact_hit and cells != identities(builder)[1]:
                 _, trials_, budgets = out.get(cells, (builder, False, False))
                 out[cells] = (builder, trials_ or t.spec.trial != builder.trial,
                               budgets or t.spec.epsilon != builder.epsilon)
@@ -402,7 +415,7 @@ class Estimator:
         ``spec``'s cells found built: the builder's cell at ``spec``'s budget and trial
         number (at the builder's own where one fit served several); None if its cells
         built their own or used none."""
-        found = self._builders.get(budgets_of(spec))
+        found = self._builders.get(identities(spec)[1])
         if found is None:
             return None
         builder, every_trial, every_budget = found
@@ -425,7 +438,7 @@ class Estimator:
     def _interpolate(self, spec: TrialSpec) -> Estimate | None:
         """The figures of a cell between the nearest measured budgets of its dataset and
         method on either side (the module's docstring, source 3), else None."""
-        budgets = self._budgets.get(budgets_of(spec), {})
+        budgets = self._budgets.get(identities(spec)[1], {})
         below = max((e for e in budgets if e < spec.epsilon), default=None)
         above = min((e for e in budgets if e > spec.epsilon), default=None)
         if below is None or above is None or below <= 0:

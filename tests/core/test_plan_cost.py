@@ -54,6 +54,29 @@ def put(store: ResultStore, s: TrialSpec, seconds: float, n: int = 1000, d: int 
     store.put(rec)
 
 
+def test_the_stores_cost_index_keeps_each_trials_identities(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan reads every stored trial (any grid's can price a cell); their three hashes
+    (cell, cell without budget, data) are kept in the store's cost index with the trial, so
+    a later command hashes none of them again, and they are the hashes computed afresh."""
+    from dpbench.runner import cost
+    monkeypatch.setenv("DPBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    store = ResultStore(tmp_path / "store")
+    specs = [spec("a", "m", e, t) for e in (0.5, 1.0) for t in range(2)]
+    for s in specs:
+        put(store, s, 2.0)
+    stored_trials(store)                                  # the index is written
+    fresh = {s.key: (cost.cell_of(s), cost.budgets_of(s), cost.data_of(s)) for s in specs}
+    monkeypatch.setattr(cost, "IDENTITIES", {})          # a later command, nothing hashed
+    hashed: list[str] = []
+    real = cost.cell_and_budgets
+    monkeypatch.setattr(cost, "cell_and_budgets", lambda s: hashed.append(s.key) or real(s))
+    trials = stored_trials(store)
+    Estimator(trials).estimate(spec("a", "m", 2.0, 0))
+    assert {t.spec.key: cost.identities(t.spec) for t in trials} == fresh
+    assert hashed == [spec("a", "m", 2.0, 0).key]        # only the trial being priced
+
+
 def test_same_cell_gives_the_stored_mean_longest_and_peak(tmp_path: Path) -> None:
     store = ResultStore(tmp_path)
     put(store, spec("a", "m", 1.0, 0, k=3), 2.0, mem=300.0)
