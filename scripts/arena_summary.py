@@ -41,6 +41,7 @@ def boards(results_dir: Path) -> tuple[dict[str, list[Board]], list[str]]:
     out: dict[str, list[Board]] = {}
     dates: list[str] = []
     hosts: Counter[str] = Counter()
+    commits: Counter[str] = Counter()
     for name in sorted(n for n in choices("experiment") if is_arena(n)):
         g = ws.grid(name, PROFILE)
         if not ws.held(g):
@@ -53,10 +54,19 @@ def boards(results_dir: Path) -> tuple[dict[str, list[Board]], list[str]]:
             if rec is not None and rec.get("status") == "ok":
                 dates.append(str(rec.get("finished_at", ""))[:10])
                 hosts[str(rec.get("cpu") or rec.get("host"))] += 1
+                commits[str(rec.get("commit") or "unknown")] += 1
     per_cell = sorted({b[0].header.trials for b in out.values() if b})
     when = per_cell + ([f"{min(dates)} to {max(dates)}"] if dates else []) + \
-        [f"{n} on {h}" for h, n in hosts.most_common()]
+        [f"{n} on {h}" for h, n in hosts.most_common()] + [commits_text(commits)]
     return out, when
+
+
+def commits_text(commits: Counter[str]) -> str:
+    """Which trees the trials ran from: how many commits, and how many trials came from a
+    tree with changes not committed (``-dirty``: its code is not in the history)."""
+    dirty = sum(n for c, n in commits.items() if c.endswith("-dirty"))
+    return f"{len(commits)} commits, " + (f"{dirty} trials with uncommitted changes" if dirty
+                                           else "none with uncommitted changes")
 
 
 def blocks(results_dir: Path) -> dict[str, str]:

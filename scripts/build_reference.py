@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
         print(f"{name} ({profile}): {held} of {len(specs)} trials")
     stale = [] if old is None else stale_keys(old, keys)
     path = write_reference(records.values(), out, grids, parts)
-    size = sum(f.stat().st_size for f in path.glob("*.jsonl.gz"))
+    size = sum(f.stat().st_size for f in path.glob("*.jsonl.*"))
     print(f"{path}: {len(records)} trials, {size / 2**20:.2f} MB; "
           f"{len(stale)} stale trial(s) of the old reference dropped")
     return 0

@@ -1,7 +1,7 @@
 """The reference results that ship with dpbench: a read-only store beside the local one.
 
-``results/reference/trials/<experiment>@<profile>.jsonl.gz`` hold stored trial records (one
-JSON object a line, gzip; one file a grid, so a grid added or re-run rewrites its own file
+``results/reference/trials/<experiment>@<profile>.jsonl.xz`` hold stored trial records (one
+JSON object a line, xz; one file a grid, so a grid added or re-run rewrites its own file
 and the repository's history keeps every other file once), each with its provenance as the
 trial recorded it (commit, host, CPU model, cores, finish time, library versions, CPU
 seconds, peak memory), and ``MANIFEST.json`` says how many, from which commits and hosts,
@@ -23,8 +23,8 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
-import io
 import json
+import lzma
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -43,6 +43,12 @@ TRIALS_FILE = "trials.jsonl.gz"
 PARTS_DIR = "trials"
 #: the part of a record :func:`write_reference` is not told the grid of
 OTHER_PART = "other"
+#: a part's file name: its name and this suffix. xz, not gzip: a trial's metrics are
+#: full-precision floats that gzip's 32 KB window leaves at ~650 bytes a BinAgg trial and
+#: xz at ~470 (its 36,000 trials then fit the size cap); decompressing is still ~60 MB/s
+PART_SUFFIX = ".jsonl.xz"
+#: the xz preset: deterministic, the same records give the same bytes
+XZ_PRESET = 9
 MANIFEST_FILE = "MANIFEST.json"
 #: the size the shipped reference may take (bytes), kept by a test
 SIZE_CAP = 25 * 2**20
@@ -123,7 +129,8 @@ class Reference:
     def files(self) -> list[Path]:
         """The trials files, sorted: one per part (:data:`PARTS_DIR`), and the single
         :data:`TRIALS_FILE` of an older reference."""
-        parts = sorted((self.folder / PARTS_DIR).glob("*.jsonl.gz"))
+        parts = sorted([*(self.folder / PARTS_DIR).glob("*" + PART_SUFFIX),
+                        *(self.folder / PARTS_DIR).glob("*.jsonl.gz")])
         single = self.folder / TRIALS_FILE
         return parts + ([single] if single.is_file() else [])
 
@@ -144,7 +151,7 @@ class Reference:
         if path not in self._lines:
             lines: dict[str, bytes | dict[str, Any]] = {}
             head = LINE_HEAD.encode()
-            for line in gzip.decompress(path.read_bytes()).split(b"\n"):
+            for line in decompress(path).split(b"\n"):
                 if line.startswith(head):
                     lines[line[len(head):line.index(b'"', len(head))].decode()] = line
                 elif line.strip():
@@ -231,14 +238,16 @@ def origin_of(record: Mapping[str, Any]) -> str:
 def write_reference(records: Iterable[Mapping[str, Any]], folder: str | Path,
                     grids: Mapping[str, Mapping[str, int]] | None = None,
                     parts: Mapping[str, str] | None = None) -> Path:
-    """Write ``records`` (ok trials) as the reference in ``folder``: one gzip JSON lines
-    file per part, ``trials/<part>.jsonl.gz`` (``parts`` maps a key to its part, a grid's
+    """Write ``records`` (ok trials) as the reference in ``folder``: one xz JSON lines file
+    per part, ``trials/<part>.jsonl.xz`` (``parts`` maps a key to its part, a grid's
     ``experiment@profile``; a key it does not name goes to :data:`OTHER_PART`), each sorted
     by key, then the manifest (counts, commits, hosts, each file's trials, bytes and
     sha256, one sha256 over them, and ``grids``: per ``experiment@profile`` its trials held
-    and asked). A file no part fills any more is removed, and an older single trials file
-    too. Refuses a result over :data:`SIZE_CAP` before any file is replaced. Deterministic:
-    the same records give the same bytes. Returns the folder of the trials files."""
+    and asked). A part whose file already holds exactly its lines keeps that file's bytes
+    (compressing is the slow step); a file no part fills any more is removed, and an older
+    layout's files too. Refuses a result over :data:`SIZE_CAP` before any file is
+    replaced. Deterministic: the same records give the same bytes. Returns the folder of
+    the trials files."""
     folder = Path(folder)
     out = folder / PARTS_DIR
     out.mkdir(parents=True, exist_ok=True)
@@ -250,21 +259,21 @@ def write_reference(records: Iterable[Mapping[str, Any]], folder: str | Path,
         grouped.setdefault((parts or {}).get(r["key"], OTHER_PART), []).append(r)
     written: dict[str, bytes] = {}
     for part, recs in sorted(grouped.items()):
-        buf = io.BytesIO()
-        with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as fh:
-            for r in recs:
-                fh.write((record_line(r) + "\n").encode())
-        written[f"{PARTS_DIR}/{part}.jsonl.gz"] = buf.getvalue()
+        name = f"{PARTS_DIR}/{part}{PART_SUFFIX}"
+        raw = "".join(record_line(r) + "\n" for r in recs).encode()
+        old = folder / name
+        same = old.is_file() and _decompressed_or_none(old) == raw
+        written[name] = old.read_bytes() if same else lzma.compress(raw, preset=XZ_PRESET)
     size = sum(len(b) for b in written.values())
     if size > SIZE_CAP:
         raise ValueError(f"the reference would take {size / 2**20:.1f} MB, more than the "
                          f"{SIZE_CAP / 2**20:.0f} MB cap; keep fewer grids")
     for name, data in written.items():
         replace_file(folder / name, data)
-    for old in [*out.glob("*.jsonl.gz"), folder / TRIALS_FILE]:
+    for old in [*out.glob("*.jsonl.*"), folder / TRIALS_FILE]:
         if old.is_file() and old.relative_to(folder).as_posix() not in written:
             old.unlink()
-    files = {name: {"trials": len(grouped[name[len(PARTS_DIR) + 1:-len(".jsonl.gz")]]),
+    files = {name: {"trials": len(grouped[name[len(PARTS_DIR) + 1:-len(PART_SUFFIX)]]),
                     "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
              for name, data in sorted(written.items())}
     manifest = {"trials": len(kept), "bytes": size, "files": files,
@@ -277,6 +286,19 @@ def write_reference(records: Iterable[Mapping[str, Any]], folder: str | Path,
     replace_file(folder / MANIFEST_FILE,
                  (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
     return out
+
+
+def decompress(path: Path) -> bytes:
+    """A trials file's lines: xz (:data:`PART_SUFFIX`), or gzip (an older layout's)."""
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.name.endswith(".gz") else lzma.decompress(data)
+
+
+def _decompressed_or_none(path: Path) -> bytes | None:
+    try:
+        return decompress(path)
+    except (OSError, EOFError, lzma.LZMAError):
+        return None
 
 
 def files_digest(files: Mapping[str, Mapping[str, Any]]) -> str:

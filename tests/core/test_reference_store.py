@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
 from pathlib import Path
 
 import pytest
@@ -51,12 +52,12 @@ def test_written_reference_is_deterministic_with_a_manifest(tmp_path: Path) -> N
     files_a = ref.Reference(tmp_path / "a").files()
     files_b = ref.Reference(tmp_path / "b").files()
     assert [f.read_bytes() for f in files_a] == [f.read_bytes() for f in files_b]
-    assert [f.name for f in files_a] == [f"{ref.OTHER_PART}.jsonl.gz"]
+    assert [f.name for f in files_a] == [f"{ref.OTHER_PART}{ref.PART_SUFFIX}"]
     manifest = ref.Reference(tmp_path / "a").manifest()
     assert manifest["trials"] == 4 and manifest["grids"] == {"toy@default": {"held": 4,
                                                                              "asked": 5}}
     assert manifest["hosts"] == {"Toy CPU, 2 cores": 4}
-    with gzip.open(files_a[0], "rt") as fh:
+    with lzma.open(files_a[0], "rt") as fh:
         lines = [json.loads(x) for x in fh]
     assert [x["key"] for x in lines] == sorted(r["key"] for r in recs)
     assert a == tmp_path / "a" / ref.PARTS_DIR
@@ -92,7 +93,7 @@ def test_each_line_begins_with_its_key_and_an_older_file_still_reads(tmp_path: P
     (``reference.LINE_HEAD``); a file written before, as sorted JSON lines, reads the same."""
     recs = [record(spec(t), float(t)) for t in range(3)]
     path = ref.write_reference(recs, tmp_path / "new")
-    with gzip.open(path / f"{ref.OTHER_PART}.jsonl.gz", "rt") as fh:
+    with lzma.open(path / f"{ref.OTHER_PART}{ref.PART_SUFFIX}", "rt") as fh:
         lines = fh.read().splitlines()
     assert all(ln.startswith(ref.LINE_HEAD + r["key"] + '"') for ln, r in
                zip(lines, sorted(recs, key=lambda r: r["key"]), strict=True))
@@ -122,26 +123,31 @@ def test_each_grid_has_its_own_file_and_a_record_reads_only_its_own(
     (folder / ref.TRIALS_FILE).write_bytes(gzip.compress(b""))   # an older layout's file
     ref.write_reference(a + b, folder, parts=parts)
     reference = ref.Reference(folder)
-    assert [f.name for f in reference.files()] == ["x@default.jsonl.gz", "y@default.jsonl.gz"]
+    assert [f.name for f in reference.files()] == ["x@default.jsonl.xz", "y@default.jsonl.xz"]
     x_bytes = reference.files()[0].read_bytes()
     manifest = reference.manifest()
     assert {n: f["trials"] for n, f in manifest["files"].items()} == {
-        "trials/x@default.jsonl.gz": 3, "trials/y@default.jsonl.gz": 2}
+        "trials/x@default.jsonl.xz": 3, "trials/y@default.jsonl.xz": 2}
     assert manifest["sha256"] == ref.files_digest(manifest["files"])
     opened: list[str] = []
-    real = ref.gzip.decompress
-    monkeypatch.setattr(ref.gzip, "decompress", lambda d: opened.append(d) or real(d))
+    real = ref.decompress
+    monkeypatch.setattr(ref, "decompress", lambda p: opened.append(p.name) or real(p))
     fresh = ref.Reference(folder)
     assert fresh.status(b[1]["key"]) == "ok"                     # kept: each file read once
     opened.clear()
     assert ref.Reference(folder).get(b[1]["key"])["metrics"]["mse"] == 11.0
-    assert len(opened) == 1                                      # y's file only
+    assert opened == ["y@default.jsonl.xz"]                      # y's file only
     b2 = [{**r, "metrics": {"mse": 0.5}} for r in b]
+    compressed: list[int] = []
+    real_xz = ref.lzma.compress
+    monkeypatch.setattr(ref.lzma, "compress",
+                        lambda d, **kw: compressed.append(len(d)) or real_xz(d, **kw))
     ref.write_reference(a + b2, folder, parts=parts)
     assert reference.files()[0].read_bytes() == x_bytes          # x untouched, byte for byte
+    assert len(compressed) == 1                                  # and not compressed again
     assert ref.Reference(folder).get(b[0]["key"])["metrics"]["mse"] == 0.5
     ref.write_reference(a, folder, parts=parts)                  # y gone: its file too
-    assert [f.name for f in ref.Reference(folder).files()] == ["x@default.jsonl.gz"]
+    assert [f.name for f in ref.Reference(folder).files()] == ["x@default.jsonl.xz"]
     assert ref.Reference(folder).manifest()["sha256"] != manifest["sha256"]
 
 
