@@ -44,8 +44,9 @@ PARTS_DIR = "trials"
 #: the part of a record :func:`write_reference` is not told the grid of
 OTHER_PART = "other"
 #: a part's file name: its name and this suffix. xz, not gzip: a trial's metrics are
-#: full-precision floats that gzip's 32 KB window leaves at ~650 bytes a BinAgg trial and
-#: xz at ~470 (its 36,000 trials then fit the size cap); decompressing is still ~60 MB/s
+#: full-precision floats that gzip's 32 KB window leaves at ~650 bytes a trial of ~60 and
+#: xz at ~470 (tens of thousands of such trials then fit the size cap); it decompresses
+#: at ~60 MB/s
 PART_SUFFIX = ".jsonl.xz"
 #: the xz preset: deterministic, the same records give the same bytes
 XZ_PRESET = 9
