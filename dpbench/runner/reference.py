@@ -109,8 +109,9 @@ def record_line(record: Mapping[str, Any]) -> str:
 
 def kept_reading(path: Path, data: bytes, folder: str) -> tuple[Path, str]:
     """Where a reading of file (or folder) ``path`` is kept (``<cache_root>/<folder>/``, one
-    cache file per path) and the digest of what the reading depends on: ``data`` (its bytes) and
-    dpbench's code (``checksum.read_kept`` rebuilds it when either changed)."""
+    cache file per path) and the digest of what the reading depends on: ``data`` (a file's
+    bytes, or a folder's :meth:`Reference.contents`) and dpbench's code
+    (``checksum.read_kept`` rebuilds it when either changed)."""
     inputs = hashlib.sha256(data + code_digest().encode()).hexdigest()
     where = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
     return cache_root() / folder / f"{where}.pickle", inputs
@@ -141,7 +142,7 @@ class Reference:
     def contents(self) -> bytes:
         """What the reference's readings depend on: each trials file's name, size,
         modification time and inode (a cache kept of a reading, :func:`kept_reading`, is
-        rebuilt when one changed; a file is not read for it: the reference is ~15 MB)."""
+        rebuilt when one changed; no file is read for it: the reference is tens of MB)."""
         out = []
         for f in self.files():
             st = f.stat()
@@ -264,12 +265,15 @@ def write_reference(records: Iterable[Mapping[str, Any]], folder: str | Path,
         r.pop("origin", None)
         grouped.setdefault((parts or {}).get(r["key"], OTHER_PART), []).append(r)
     written: dict[str, bytes] = {}
+    files: dict[str, dict[str, Any]] = {}
     for part, recs in sorted(grouped.items()):
         name = f"{PARTS_DIR}/{part}{PART_SUFFIX}"
         raw = "".join(record_line(r) + "\n" for r in recs).encode()
         old = folder / name
         same = old.is_file() and _decompressed_or_none(old) == raw
-        written[name] = old.read_bytes() if same else lzma.compress(raw, preset=XZ_PRESET)
+        data = written[name] = old.read_bytes() if same else lzma.compress(raw, preset=XZ_PRESET)
+        files[name] = {"trials": len(recs), "bytes": len(data),
+                       "sha256": hashlib.sha256(data).hexdigest()}
     size = sum(len(b) for b in written.values())
     if size > SIZE_CAP:
         raise ValueError(f"the reference would take {size / 2**20:.1f} MB, more than the "
@@ -279,9 +283,6 @@ def write_reference(records: Iterable[Mapping[str, Any]], folder: str | Path,
     for old in [*out.glob("*.jsonl.*"), folder / TRIALS_FILE]:
         if old.is_file() and old.relative_to(folder).as_posix() not in written:
             old.unlink()
-    files = {name: {"trials": len(grouped[name[len(PARTS_DIR) + 1:-len(PART_SUFFIX)]]),
-                    "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-             for name, data in sorted(written.items())}
     manifest = {"trials": len(kept), "bytes": size, "files": files,
                 "sha256": files_digest(files),
                 "commits": dict(Counter(str(r.get("commit")) for r in kept)),

@@ -197,9 +197,9 @@ def results_lines(reference: Reference, specs: Iterable[TrialSpec]) -> list[dict
     machine it names, so a cell the results hold is priced from them although no
     ``costs.jsonl`` measured it (or measured it unfinished).
 
-    The trials file is indexed once per version (its bytes and dpbench's code) into a
+    The trials files are indexed once per version (their stat and dpbench's code) into a
     sealed cache, ``<cache_root>/reference-fits``: a plan unpickles its grid's groups only,
-    not the ~16 MB of records."""
+    not the tens of MB of records."""
     cache, inputs = kept_reading(reference.folder, reference.contents(), "reference-fits")
     index = read_kept(cache, _FITS_TAG, inputs)
     if not isinstance(index, dict):
