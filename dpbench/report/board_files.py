@@ -27,18 +27,38 @@ from dpbench.report.render import save
 MARKERS = {METHOD: "o", BASELINE: "s"}
 #: a log axis of seconds labelled 0.001, 0.1, 10, 1000
 SECONDS = FuncFormatter(lambda v, _: f"{v:g}")
+#: the names of the files a board writes (anything else in its folder is left alone)
+OWN_FILES = ("board.md", "board.tex", "board.json", "board.csv", "pareto-*.png", "pareto-*.pdf",
+             "mean_ranks.png", "mean_ranks.pdf", "critical_difference-*.png",
+             "critical_difference-*.pdf")
 
 
 def write_board(board: Board, out: Path) -> list[Path]:
     """``board.md``, ``board.tex``, ``board.json`` and ``board.csv`` in ``out``, then the
-    plots: ``pareto-<dataset>`` and ``mean_ranks``, PNG and PDF."""
+    plots: ``pareto-<dataset>``, ``mean_ranks`` and ``critical_difference-<epsilon>``, PNG
+    and PDF; such files left in ``out`` by an earlier writing are removed."""
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"board.{ext}" for ext in ("md", "tex", "json", "csv")]
     paths[0].write_text(to_markdown(board))
     paths[1].write_text(to_latex(board))
     paths[2].write_text(to_json(board) + "\n")
     to_frame(board).to_csv(paths[3], index=False)
-    return paths + pareto_plots(board, out) + ranks_plot(board, out) + cd_plots(board, out)
+    paths += pareto_plots(board, out) + ranks_plot(board, out) + cd_plots(board, out)
+    remove_stale(out, paths)
+    return paths
+
+
+def remove_stale(out: Path, written: list[Path]) -> list[Path]:
+    """Delete the files of a board's kinds (``OWN_FILES``) in ``out`` that this writing did
+    not produce: a plot of a dataset or an epsilon the board no longer has, or one under a
+    name since changed, would otherwise stay beside the current ones and be shown with
+    them. Other files (and folders: the per-metric boards) are left alone."""
+    keep = {p.name for p in written}
+    stale = sorted({f for pattern in OWN_FILES for f in out.glob(pattern)
+                    if f.is_file() and f.name not in keep})
+    for f in stale:
+        f.unlink()
+    return stale
 
 
 def pareto_plots(board: Board, out: Path) -> list[Path]:

@@ -215,6 +215,29 @@ def test_outputs_json_round_trip_markdown_latex_csv(board, tmp_path: Path) -> No
     assert csv.loc[csv["method"] == "good", "rank"].dropna().tolist() == [1, 3]
 
 
+def test_a_rewritten_board_leaves_no_plot_it_no_longer_draws(board, tmp_path: Path) -> None:
+    """A plot an earlier writing drew (an epsilon or dataset since gone, or a name since
+    changed: 'critical_difference-0.png' was once what eps 0.1 and 0.5 both became) is
+    deleted when the board is written again; other files and the per-metric folders stay."""
+    from dpbench.report.board_files import write_board
+
+    out = tmp_path / "out"
+    (out / "accuracy").mkdir(parents=True)
+    planted = [out / n for n in ("critical_difference-0.png", "critical_difference-0.pdf",
+                                 "pareto-gone.png", "mean_ranks.pdf")]
+    for f in planted:
+        f.write_bytes(b"old")
+    (out / "accuracy" / "board.md").write_text("kept")
+    (out / "notes.txt").write_text("kept")
+    paths = write_board(board[0], out)
+    assert not any(f.exists() for f in planted[:3])
+    # what is left is what this writing drew (mean_ranks.pdf rewritten) and the other file
+    assert {p.name for p in out.iterdir() if p.is_file()} == ({p.name for p in paths}
+                                                              | {"notes.txt"})
+    assert (out / "mean_ranks.pdf").read_bytes() != b"old"
+    assert (out / "accuracy" / "board.md").read_text() == "kept"
+
+
 def test_a_trial_under_another_relation_is_named() -> None:
     frame = pd.DataFrame({"method_label": ["A", "B", "C"], "privacy.private": [True, True, False],
                           "privacy.neighbours": ["replace_one", "add_remove", "add_remove"]})
