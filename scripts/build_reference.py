@@ -11,7 +11,9 @@ run over several sittings keeps what earlier ones published. They are written wi
 the first's, by name), with a manifest saying how many of each grid's trials it holds.
 Every grid the old manifest names is kept too (building one grid never drops another's
 trials); trials whose key no kept grid has any more (stale:
-``stale_keys``) are dropped, and counted.
+``stale_keys``) are dropped, and counted. A grid whose experiment names
+``reference_metrics`` ships its trials with those metrics only (``compacted``; a trial
+another grid ships whole stays whole), and the manifest says so.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ sys.path.insert(0, str(ROOT))
 from dpbench.runner.reference import (  # noqa: E402
     ENV,
     Reference,
+    compacted,
     default_dir,
+    kept_metrics,
     stale_keys,
     write_reference,
 )
@@ -60,7 +64,7 @@ def main(argv: list[str]) -> int:
     # the grids the old reference held stay in it (a build of one grid keeps the others);
     # their trials are kept where the grid still asks for them, dropped as stale otherwise
     kept = list(dict.fromkeys(wanted + sorted((old.manifest() if old else {}).get("grids", {}))))
-    records, grids, keys, parts = {}, {}, set(), {}
+    records, grids, keys, parts, asks = {}, {}, set(), {}, {}
     for entry in sorted(kept):
         name, profile = entry.split("@", 1)
         if name not in choices("experiment"):
@@ -69,17 +73,24 @@ def main(argv: list[str]) -> int:
         store = store_of(cfg)
         # an arena's cells that cannot run (refused, listed on its board) are not asked for
         specs = arena_grid(cfg, store=store)[0] if is_arena(name) else grid(cfg)
+        keep = cfg.experiment.get("reference_metrics")
+        keep = None if keep is None else sorted(keep)
         held = 0
         for s in specs:
             keys.add(s.key)
+            asks.setdefault(s.key, []).append(keep)
             rec = store.get(s.key)
             if rec is not None and rec.get("status") == "ok":
                 records[s.key] = rec
                 parts.setdefault(s.key, entry)    # a trial two grids share: the first's file
                 held += 1
-        grids[entry] = {"held": held, "asked": len(specs)}
+        grids[entry] = {"held": held, "asked": len(specs)} | ({"metrics": keep} if keep else {})
         print(f"{name} ({profile}): {held} of {len(specs)} trials")
     stale = [] if old is None else stale_keys(old, keys)
+    for key, rec in records.items():
+        keep = kept_metrics(asks[key])
+        if keep is not None:
+            records[key] = compacted(rec, keep)
     path = write_reference(records.values(), out, grids, parts)
     size = sum(f.stat().st_size for f in path.glob("*.jsonl.*"))
     print(f"{path}: {len(records)} trials, {size / 2**20:.2f} MB; "

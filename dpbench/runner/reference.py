@@ -27,7 +27,7 @@ import json
 import lzma
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -308,6 +308,29 @@ def _decompressed_or_none(path: Path) -> bytes | None:
         return None
 
 
+def compacted(record: Mapping[str, Any], keep: Iterable[str]) -> dict[str, Any]:
+    """``record`` with only the metrics named in ``keep``, and ``metrics_kept`` naming them:
+    what the reference ships of a grid too large to ship whole (its experiment's
+    ``reference_metrics``: the metrics its figures read). Provenance, privacy and timing
+    stay whole; a reader asking for a dropped metric finds it missing, never invented."""
+    names = sorted(set(keep))
+    out = dict(record)
+    out["metrics"] = {k: v for k, v in (record.get("metrics") or {}).items() if k in names}
+    out["metrics_kept"] = names
+    return out
+
+
+def kept_metrics(asks: Iterable[Sequence[str] | None]) -> list[str] | None:
+    """The metrics the reference keeps of a trial that the grids asking for it keep
+    (``reference_metrics`` each; None: all): all if any grid keeps all, else their union."""
+    union: set[str] = set()
+    for keep in asks:
+        if keep is None:
+            return None
+        union |= set(keep)
+    return sorted(union)
+
+
 def files_digest(files: Mapping[str, Mapping[str, Any]]) -> str:
     """One sha256 for the whole reference: over each trials file's name and sha256 (the
     manifest's ``files``), in name order."""
@@ -327,6 +350,8 @@ def coverage_markdown(manifest: Mapping[str, Any]) -> str:
         held, asked = int(g.get("held", 0)), int(g.get("asked", 0))
         state = "complete" if asked and held >= asked else "none yet" if not held else "partial"
         tally[state] += 1
+        if g.get("metrics"):
+            state += f" (metrics kept: {', '.join(g['metrics'])})"
         rows.append(f"| {experiment} | {profile} | {held:,} / {asked:,} | {state} |")
     head = (f"{len(grids)} grids: {tally['complete']} complete, {tally['partial']} partial, "
             f"{tally['none yet']} with no trial yet; {int(manifest.get('trials', 0)):,} "

@@ -402,6 +402,9 @@ class ExperimentSpec:
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: each a ``conf/figure`` name or an inline spec (checked by :func:`figure_spec`)
     figures: tuple[Any, ...] = ()
+    #: the metrics the shipped reference keeps of each trial (None: all): a grid too large
+    #: to ship whole keeps those its figures read (``runner.reference.compacted``)
+    reference_metrics: tuple[str, ...] | None = None
 
     CONSTRAINTS: ClassVar[dict[str, list[Constraint]]] = {
         "name": [str], "task": [Options("task", lambda: sorted(TASKS))],
@@ -410,7 +413,7 @@ class ExperimentSpec:
         "relation": [Options("experiment.relation", RELATIONS), None],
         "task_params": [Mapping, None], "task_params_by_dataset": [Mapping, None],
         "method_params_by_dataset": [Mapping, None], "profiles": [Mapping, None],
-        "figures": [list, None]}
+        "figures": [list, None], "reference_metrics": [list, None]}
     #: keys read only by arenas
     ARENA_KEYS: ClassVar[tuple[str, ...]] = ("baselines", "references")
 

@@ -105,6 +105,40 @@ def test_compare_agrees_after_a_rerun_and_names_a_planted_change(
     assert "not bit-identical" in differs.stdout
 
 
+def test_a_grid_naming_reference_metrics_ships_its_trials_compacted(tmp_path: Path) -> None:
+    """binagg_sim declares ``reference_metrics`` (its figures read est_error; the
+    per-coefficient metrics would take its 11,400 trials over the cap): the build ships its
+    trials with those metrics only, says so per trial and in the manifest, and its figures
+    still draw from the reference alone."""
+    grid = ["experiment=binagg_sim", "profile=smoke", "methods=[binagg_sim]", "trials=1"]
+    run_cli("run", *grid, f"results_dir={tmp_path / 'published'}", "runner.n_jobs=1",
+            env={"DPBENCH_REFERENCE": "off"}, check=True)
+    whole = list(stored_records(tmp_path / "published").values())
+    assert whole and all("bias_0" in r["metrics"] for r in whole)
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "build_reference.py"),
+                           "binagg_sim", "--profile", "smoke", "--out",
+                           str(tmp_path / "reference"), f"results_dir={tmp_path / 'published'}",
+                           "methods=[binagg_sim]", "trials=1"],
+                          capture_output=True, text=True, cwd=REPO, timeout=600,
+                          env={"DPBENCH_REFERENCE": "off", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((tmp_path / "reference" / "MANIFEST.json").read_text())
+    assert manifest["grids"]["binagg_sim@smoke"] == {
+        "held": len(whole), "asked": len(whole), "metrics": ["est_error", "relmse"]}
+    from dpbench.runner.reference import Reference
+
+    shipped = Reference(tmp_path / "reference")
+    for r in whole:
+        got = shipped.get(r["key"])
+        assert got["metrics"] == {k: r["metrics"][k] for k in ("est_error", "relmse")}
+        assert got["metrics_kept"] == ["est_error", "relmse"]
+        assert got["privacy"] == r["privacy"] and got["commit"] == r["commit"]
+    figures = run_cli("figures", *grid, f"results_dir={tmp_path / 'fresh'}",
+                      env={"DPBENCH_REFERENCE": str(tmp_path / "reference")}, check=True)
+    assert "binagg_sim: smoke" in figures.stdout, figures.stdout
+    assert any((tmp_path / "fresh" / "figures").rglob("*.png")), figures.stdout
+
+
 def test_compare_without_a_reference_is_one_line(tmp_path: Path) -> None:
     proc = run_cli("compare", EXP, f"results_dir={tmp_path}",
                    env={"DPBENCH_REFERENCE": str(tmp_path / "none")})

@@ -201,3 +201,23 @@ def test_coverage_counts_complete_partial_and_empty_grids() -> None:
     assert "| a | default | 5 / 5 | complete |" in text
     assert "| b | paper | 2 / 9 | partial |" in text
     assert "| c | default | 0 / 12,000 | none yet |" in text
+
+
+def test_a_compacted_record_keeps_only_the_named_metrics_and_says_so() -> None:
+    """A grid too large to ship whole keeps the metrics its figures read; everything else
+    in the record (provenance, privacy, timing) stays, and ``metrics_kept`` names them."""
+    rec = {"key": "k", "status": "ok", "cpu_s": 1.5, "privacy": {"spent_epsilon": 1.0},
+           "metrics": {"est_error": 0.1, "relmse": 0.5, "bias_0": 0.2, "se_0": 0.3}}
+    out = ref.compacted(rec, ["relmse", "est_error", "absent"])
+    assert out["metrics"] == {"est_error": 0.1, "relmse": 0.5}
+    assert out["metrics_kept"] == ["absent", "est_error", "relmse"]
+    assert {k: v for k, v in out.items() if k not in ("metrics", "metrics_kept")} == \
+        {k: v for k, v in rec.items() if k != "metrics"}
+    assert rec["metrics"]["bias_0"] == 0.2                  # the store's record untouched
+    # a trial two grids share: whole if either ships it whole, else the union
+    assert ref.kept_metrics([["a"], None]) is None
+    assert ref.kept_metrics([["b"], ["a", "b"]]) == ["a", "b"]
+    assert ref.kept_metrics([]) == []
+    text = ref.coverage_markdown({"grids": {"s@default": {"held": 2, "asked": 2,
+                                                          "metrics": ["est_error"]}}})
+    assert "| s | default | 2 / 2 | complete (metrics kept: est_error) |" in text
