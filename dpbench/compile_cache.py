@@ -57,13 +57,13 @@ This module imports JAX only when JAX is already loaded or a method asks for it
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from pathlib import Path
 from typing import Literal
 
 from dpbench import cache_check
+from dpbench.envnumber import positive
 
 ROOT_ENV = "DPBENCH_CACHE_DIR"
 SWITCH_ENV = "DPBENCH_JAX_CACHE"
@@ -111,13 +111,8 @@ def max_bytes() -> int | None:
         return DEFAULT_MAX_MB * 2**20
     if raw.lower() == "unlimited":
         return None
-    try:
-        mb = float(raw)
-    except ValueError:
-        mb = math.nan
-    if not (math.isfinite(mb) and mb > 0):
-        raise ValueError(f"{MAX_MB_ENV}={raw!r}: valid values are a positive number of MB "
-                         f"(default {DEFAULT_MAX_MB}) or 'unlimited'")
+    mb = positive(MAX_MB_ENV, raw, f"a positive number of MB (default {DEFAULT_MAX_MB}) or "
+                  "'unlimited'")
     return max(1, int(mb * 2**20))
 
 

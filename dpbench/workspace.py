@@ -44,7 +44,7 @@ from dpbench.report.fingerprint import (
     report_files,
 )
 from dpbench.roots import conf_dirs
-from dpbench.runner import refusals
+from dpbench.runner import hostspeed, refusals
 from dpbench.runner.cost import (
     SlurmLimits,
     Stored,
@@ -552,7 +552,11 @@ def plan_cost(cfg: DictConfig, specs: Sequence[TrialSpec], todo: Sequence[TrialS
               store: ResultStore, brief: bool = False) -> list[str]:
     """The cost lines of a plan (``runner.cost``) for the configured runner: the local
     runner's workers, or the SLURM array's limits (``runner.*`` validated as ``run`` would)."""
-    cost = grid_cost(specs, todo, store, *reference_of(cfg, specs))
+    try:
+        speed = hostspeed.target(cache_root() / hostspeed.CACHE_FILE)
+    except ValueError as exc:            # a malformed DPBENCH_HOST_PROBE
+        raise UserError(str(exc)) from None
+    cost = grid_cost(specs, todo, store, *reference_of(cfg, specs), speed=speed)
     if cfg.runner.name != "slurm":
         return cost_lines(cost, workers=local_workers(int(cfg.runner.n_jobs)), brief=brief)
     s = slurm.SlurmSettings.from_cfg(cfg.runner)

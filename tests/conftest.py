@@ -22,6 +22,9 @@ REPO = Path(__file__).resolve().parents[1]
 # the suite's grids run their trials: no shipped reference answers them (the reference's own
 # tests name a folder); subprocesses inherit it
 os.environ["DPBENCH_REFERENCE"] = "off"
+# ... and a plan's seconds are the stored trials' as recorded, not scaled to this machine's
+# speed at the moment (tests/core/test_hostspeed.py sets a speed where it tests the scaling)
+os.environ["DPBENCH_HOST_PROBE"] = "off"
 
 
 def stored_records(results: Path) -> dict[str, dict]:

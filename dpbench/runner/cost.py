@@ -57,6 +57,13 @@ so it includes what the process already held (libraries, compiled programs, data
 trials): what a process running the trial needs, more than the trial alone allocates.
 Records without it give ``maxrss_mb``, the process's peak over its whole life (an upper
 bound).
+
+Speed: CPU seconds of the same work vary with the machine and, on a virtual machine, with its
+host's state (3x between two days for bit-identical trials here). A record keeps its worker's
+``host_probe_s`` (:mod:`~dpbench.runner.hostspeed`: a fixed workload's CPU seconds, measured
+every few minutes), and every seconds figure above, stored or reference, is first scaled to
+one target probe (this machine's now, or ``DPBENCH_HOST_PROBE``): the plan prices work, and
+says how many measured trials had no probe (their seconds are taken as recorded).
 """
 
 from __future__ import annotations
@@ -74,6 +81,7 @@ import numpy as np
 
 from dpbench.checksum import code_digest, read_kept, write_kept
 from dpbench.compile_cache import cache_root
+from dpbench.runner import hostspeed
 from dpbench.runner.grid import costliest_first
 from dpbench.runner.reference import REFERENCE as REFERENCE_ORIGIN
 from dpbench.runner.spec import TrialSpec, digest
@@ -195,6 +203,7 @@ class Stored:
     artifact: str | None = None       # the key of the shared fit (artifact) it used, if any
     artifact_hit: bool = False        # it found that fit built by another trial
     wall: bool = False                # no CPU time recorded: ``seconds`` are wall seconds
+    probe: float | None = None        # the machine's speed when it ran (:mod:`hostspeed`)
 
 
 @dataclass(frozen=True)
@@ -220,7 +229,8 @@ def reference_trials(lines: Iterable[Mapping[str, Any]]) -> list[Stored]:
     return [Stored(TrialSpec.from_dict(ln["spec"], key=ln["key"]), float(ln["seconds"]),
                    float(ln["peak_rss_mb"]) if is_number(ln.get("peak_rss_mb")) else None,
                    (int(ln["n_train"]), int(ln["d"])), bool(ln.get("unfinished")),
-                   *artifact_of(ln), wall=ln.get("seconds_are") != "cpu")
+                   *artifact_of(ln), wall=ln.get("seconds_are") != "cpu",
+                   probe=hostspeed.of_record(ln))
             for ln in lines]
 
 
@@ -257,7 +267,7 @@ def stored_trials(store: ResultStore) -> list[Stored]:
 
 
 #: the header of the store's cost index (:func:`stored_trials`)
-COSTS_TAG = b"dpbench-store-costs 2\n"
+COSTS_TAG = b"dpbench-store-costs 3\n"
 
 
 def _indexed(stat: tuple[int, ...], rec: Mapping[str, Any] | None
@@ -282,7 +292,7 @@ def _stored(rec: Mapping[str, Any] | None) -> Stored | None:
     size = (int(n), int(d)) if is_number(n) and is_number(d) and n > 0 and d > 0 else None
     seconds, is_cpu = record_cpu_seconds(rec)
     return Stored(spec, seconds, record_mem_mb(rec), size, False, *artifact_of(rec),
-                  wall=not is_cpu)
+                  wall=not is_cpu, probe=hostspeed.of_record(rec))
 
 
 def shared_fit_builders(trials: Iterable[Stored]
@@ -569,6 +579,9 @@ class Cost:
     done_seconds: float
     reference_note: str | None = None    # where the reference fits come from, if any
     wall_stand_ins: int = 0              # trials that recorded no CPU time, left out
+    speed: float | None = None           # the probe the seconds are scaled to (None: not)
+    probes: tuple[float, ...] = ()       # the probes of the measured trials that had one
+    unprobed: int = 0                    # measured trials without one (seconds as recorded)
 
     @property
     def known(self) -> list[TrialSpec]:
@@ -583,12 +596,25 @@ class Cost:
         return [s for s in self.todo if self.estimates[s.key].seconds is None]
 
 
+def at_speed(trials: Iterable[Stored], speed: float | None) -> list[Stored]:
+    """``trials`` with their seconds scaled to the probe ``speed`` (each from its own
+    probe; a trial without one, or ``speed`` None: as recorded)."""
+    return [t if t.probe is None or speed is None
+            else replace(t, seconds=hostspeed.scale(t.seconds, t.probe, speed))
+            for t in trials]
+
+
 def grid_cost(specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
               store: ResultStore, reference: Sequence[Stored] = (),
-              reference_note: str | None = None) -> Cost:
+              reference_note: str | None = None, speed: float | None = None) -> Cost:
     """Estimate each trial of ``todo`` from the store and the ``reference`` fits (described
-    by ``reference_note``); sum the recorded seconds of the grid's other trials (stored ok)."""
-    stored = stored_trials(store)
+    by ``reference_note``); sum the recorded seconds of the grid's other trials (stored ok).
+    ``speed``: the probe (:mod:`~dpbench.runner.hostspeed`) every seconds figure is scaled
+    to, from each trial's own; None keeps them as recorded."""
+    local = stored_trials(store)
+    measured = [t for t in [*local, *reference] if not t.wall]
+    probes = tuple(t.probe for t in measured if t.probe is not None)
+    stored, reference = at_speed(local, speed), at_speed(reference, speed)
     est = Estimator(stored, reference)
     pending = {s.key for s in todo}
     done = 0.0
@@ -598,7 +624,7 @@ def grid_cost(specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
         if isinstance(rec, dict) and rec.get("status") == OK:
             seconds, is_cpu = record_cpu_seconds(rec)
             if is_cpu:
-                done += seconds
+                done += hostspeed.scale(seconds, hostspeed.of_record(rec), speed)
             else:
                 wall.add(key)
     estimates = {s.key: est.estimate(s) for s in todo}
@@ -623,7 +649,8 @@ def grid_cost(specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
             own, seconds=max(own.seconds, alone.longest or alone.seconds),
             longest=max(own.longest or 0.0, alone.longest or 0.0),
             mem_mb=max(mems) if mems else None, builds_shared=True)
-    return Cost(todo, estimates, done, reference_note if reference else None, len(wall))
+    return Cost(todo, estimates, done, reference_note if reference else None, len(wall),
+                speed, probes, len(measured) - len(probes))
 
 
 def _ran_here(store: ResultStore, spec: TrialSpec) -> bool:
@@ -658,6 +685,8 @@ def cost_lines(cost: Cost, *, workers: int | None = None,
            + (f" ({unseen}: no stored trial)" if unknown else "")]
     if cost.reference_note and any(n for k, n in sources.items() if k != SAME_CELL):
         out.append(cost.reference_note)
+    if cost.speed is not None and (cost.probes or cost.unprobed):
+        out.append(speed_line(cost))
     if cost.wall_stand_ins:
         out.append(f"note: {cost.wall_stand_ins} measured trial(s) recorded no CPU time "
                    "(written before dpbench kept it): left out of every CPU figure (a wall "
@@ -710,6 +739,21 @@ def cost_lines(cost: Cost, *, workers: int | None = None,
         out.append(f"local: {n} worker(s) (runner.n_jobs), ~{duration(wall)} wall{mem}")
         return out
     return out + _slurm_lines(cost, slurm, peak_mb, brief)
+
+
+def speed_line(cost: Cost) -> str:
+    """What the seconds were scaled to: this machine's probe, and how many measured trials
+    carried one (their range)."""
+    line = (f"speed: seconds scaled to a probe of {cost.speed:.3f} CPU-s (this machine's, "
+            f"or {hostspeed.ENV}; a fixed workload's time, dpbench.runner.hostspeed): ")
+    if not cost.probes:
+        return line + (f"none of the {cost.unprobed} measured trial(s) recorded a probe, so "
+                       "their seconds count as recorded")
+    n = len(cost.probes) + cost.unprobed
+    return line + (f"{len(cost.probes)} of {n} measured trial(s) recorded theirs "
+                   f"({min(cost.probes):.3f}-{max(cost.probes):.3f} CPU-s)"
+                   + (f"; {cost.unprobed} did not and count as recorded" if cost.unprobed
+                      else ""))
 
 
 def _slurm_lines(cost: Cost, slurm: SlurmLimits, peak_mb: float | None,

@@ -35,6 +35,7 @@ from dpbench.privacy.accountant import (
 from dpbench.privacy.conversions import cdp_eps, gdp_eps
 from dpbench.privacy.relations import group_guarantee, group_size, native_target
 from dpbench.roots import commit
+from dpbench.runner import hostspeed
 from dpbench.runner.diskspace import is_full
 from dpbench.runner.reference import machine_text
 from dpbench.runner.spec import TrialSpec, digest
@@ -247,6 +248,9 @@ def execute(spec: TrialSpec, *, trace_memory: bool = False) -> dict[str, Any]:
         "commit": commit(), "cpu": machine_text(),
         "argv": sys.argv[:1],
     }
+    # the machine's speed now (a fixed workload's CPU seconds, re-measured every few
+    # minutes): what makes this trial's cpu_s comparable with another sitting's
+    record[hostspeed.FIELD] = hostspeed.current()
     rss_reset = reset_peak_rss()
     t0, cpu0 = time.perf_counter(), time.process_time()
     if trace_memory:

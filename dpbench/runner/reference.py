@@ -90,8 +90,8 @@ def shipped(enabled: bool = True) -> Reference | None:
 
 #: the fields of a record a reference keeps unparsed for each trial (:meth:`Reference.brief`):
 #: its status and what its cost is read from (``runner.cost.record_cpu_seconds``)
-BRIEF_FIELDS = ("key", "status", "cpu_s", "timing")
-_BRIEFS_TAG = b"dpbench-reference-briefs 2\n"
+BRIEF_FIELDS = ("key", "status", "cpu_s", "timing", "host_probe_s")
+_BRIEFS_TAG = b"dpbench-reference-briefs 3\n"
 
 #: how each line of the trials file begins (:func:`record_line`): a record's key is read
 #: from it without parsing the record, which is parsed when it is asked for

@@ -9,7 +9,9 @@ its dataset's size, when and on what machine it ran. The seconds are the record'
 ``cpu_s`` (the worker process's CPU time over the trial, every thread: not stretched when
 other work shares the cores, as a wall time would be), else its data + fit + evaluation
 wall time, marked ``seconds_are: wall``, which ``plan`` never reads as CPU time (such a line
-prices nothing). ``scripts/export_costs.py`` writes the lines from a store.
+prices nothing). Beside them, ``host_probe_s``: the machine's speed when the trial ran, where
+its record has one (:mod:`~dpbench.runner.hostspeed`; ``plan`` scales the seconds by it).
+``scripts/export_costs.py`` writes the lines from a store.
 
 They stand below the user's own trials (:class:`~dpbench.runner.cost.Estimator`): a cell the
 store has measured is estimated from the store; a cell only the reference has, from the
@@ -30,6 +32,7 @@ from typing import Any
 
 from dpbench.checksum import read_kept, replace_file, write_kept
 from dpbench.roots import paper_dir, papers_dirs
+from dpbench.runner import hostspeed
 from dpbench.runner.cost import IDENTITIES, artifact_of, identities, record_mem_mb, record_seconds
 from dpbench.runner.reference import (
     Reference,
@@ -148,7 +151,7 @@ def reference_line(record: Mapping[str, Any], machine: str) -> dict[str, Any]:
     return {"key": record["key"], "spec": record["spec"],
             "seconds": round(float(cpu) if is_number(cpu) else wall, 3),
             "seconds_are": "cpu" if is_number(cpu) else "wall",
-            "wall_s": round(wall, 3),
+            "wall_s": round(wall, 3), hostspeed.FIELD: hostspeed.of_record(record),
             "peak_rss_mb": record_mem_mb(record),
             "n_train": int(record["n_train"]), "d": int(record["d"]),
             "commit": record.get("commit"), "finished_at": record.get("finished_at", ""),
@@ -222,7 +225,7 @@ def results_lines(reference: Reference, specs: Iterable[TrialSpec]) -> list[dict
     return out
 
 
-_FITS_TAG = b"dpbench-reference-fits 1\n"
+_FITS_TAG = b"dpbench-reference-fits 2\n"
 
 
 def summary(files: Sequence[tuple[Path, Sequence[Mapping[str, Any]]]]) -> str:
