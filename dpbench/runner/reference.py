@@ -245,16 +245,16 @@ def origin_of(record: Mapping[str, Any]) -> str:
 def write_reference(records: Iterable[Mapping[str, Any]], folder: str | Path,
                     grids: Mapping[str, Mapping[str, int]] | None = None,
                     parts: Mapping[str, str] | None = None) -> Path:
-    """Write ``records`` (ok trials) as the reference in ``folder``: one xz JSON lines file
-    per part, ``trials/<part>.jsonl.xz`` (``parts`` maps a key to its part, a grid's
-    ``experiment@profile``; a key it does not name goes to :data:`OTHER_PART`), each sorted
-    by key, then the manifest (counts, commits, hosts, each file's trials, bytes and
-    sha256, one sha256 over them, and ``grids``: per ``experiment@profile`` its trials held
-    and asked). A part whose file already holds exactly its lines keeps that file's bytes
-    (compressing is the slow step); a file no part fills any more is removed, and an older
-    layout's files too. Refuses a result over :data:`SIZE_CAP` before any file is
-    replaced. Deterministic: the same records give the same bytes. Returns the folder of
-    the trials files."""
+    """Write ``records`` (ok trials) as the reference in ``folder``: one xz JSON lines file per
+    part, ``trials/<part>.jsonl.xz`` (``parts`` maps a key to its part, a grid's
+    ``experiment@profile``; a key it does not name goes to :data:`OTHER_PART`), each sorted by
+    key, then the manifest (counts, commits, hosts, the machine speeds recorded, each file's
+    trials, bytes and sha256, one sha256 over them, and ``grids``: per ``experiment@profile``
+    its trials held and asked). A part whose file already holds exactly its lines keeps that
+    file's bytes (compressing is the slow step); a file no part fills any more is removed, and
+    an older layout's files too. Refuses a result over :data:`SIZE_CAP` before any file is
+    replaced. Deterministic: the same records give the same bytes. Returns the folder of the
+    trials files."""
     folder = Path(folder)
     out = folder / PARTS_DIR
     out.mkdir(parents=True, exist_ok=True)
@@ -287,12 +287,23 @@ def write_reference(records: Iterable[Mapping[str, Any]], folder: str | Path,
                 "sha256": files_digest(files),
                 "commits": dict(Counter(str(r.get("commit")) for r in kept)),
                 "hosts": dict(Counter(str(r.get("cpu") or r.get("host")) for r in kept)),
+                # the machine's speed beside the trials that recorded it (runner.hostspeed)
+                "host_probes": probe_summary(kept),
                 "finished": [min((str(r.get("finished_at")) for r in kept), default=None),
                              max((str(r.get("finished_at")) for r in kept), default=None)],
                 "grids": {g: dict(v) for g, v in sorted((grids or {}).items())}}
     replace_file(folder / MANIFEST_FILE,
                  (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
     return out
+
+
+def probe_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How many of ``records`` carry their machine's speed (``host_probe_s``), and its
+    range over them (None without any)."""
+    probes = [float(r["host_probe_s"]) for r in records
+              if isinstance(r.get("host_probe_s"), (int, float))]
+    return {"trials": len(probes),
+            "range_s": [min(probes), max(probes)] if probes else None}
 
 
 def decompress(path: Path) -> bytes:

@@ -46,6 +46,7 @@ def test_the_store_answers_from_the_reference_where_it_lacks_a_key(tmp_path: Pat
 
 def test_written_reference_is_deterministic_with_a_manifest(tmp_path: Path) -> None:
     recs = [record(spec(t), float(t)) for t in range(4)]
+    recs[1]["host_probe_s"], recs[2]["host_probe_s"] = 0.05, 0.12     # two recorded speeds
     a = ref.write_reference(recs, tmp_path / "a", {"toy@default": {"held": 4, "asked": 5}})
     ref.write_reference(list(reversed(recs)), tmp_path / "b",
                         {"toy@default": {"held": 4, "asked": 5}})
@@ -57,6 +58,7 @@ def test_written_reference_is_deterministic_with_a_manifest(tmp_path: Path) -> N
     assert manifest["trials"] == 4 and manifest["grids"] == {"toy@default": {"held": 4,
                                                                              "asked": 5}}
     assert manifest["hosts"] == {"Toy CPU, 2 cores": 4}
+    assert manifest["host_probes"] == {"trials": 2, "range_s": [0.05, 0.12]}
     with lzma.open(files_a[0], "rt") as fh:
         lines = [json.loads(x) for x in fh]
     assert [x["key"] for x in lines] == sorted(r["key"] for r in recs)
