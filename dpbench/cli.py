@@ -21,6 +21,7 @@ from omegaconf import DictConfig
 from dpbench import compile_cache, lazy
 from dpbench.report.fingerprint import FINGERPRINT_FILE
 from dpbench.roots import version_text  # noqa: F401  (cli.version_text)
+from dpbench.runner import hostspeed
 from dpbench.runner.execute import FAILED_ELSEWHERE
 from dpbench.runner.reference import shipped
 from dpbench.runner.schema import choices
@@ -298,10 +299,12 @@ def cmd_leaderboard(overrides: Sequence[str]) -> int:
 
 
 def _grid_config(args: argparse.Namespace) -> DictConfig:
-    """``run``'s and ``plan``'s config, checked (the cache cap) and with its profile note."""
+    """``run``'s and ``plan``'s config, checked (the cache cap, the plan's machine speed)
+    and with its profile note."""
     cfg = compose_config(args.overrides)
     try:
         compile_cache.max_bytes()      # a bad cache cap stops the run before any work
+        hostspeed.setting()            # ... and a malformed DPBENCH_HOST_PROBE
     except ValueError as exc:
         raise UserError(str(exc)) from None
     note = capped_note(cfg, args.overrides)

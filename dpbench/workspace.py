@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -552,10 +553,10 @@ def plan_cost(cfg: DictConfig, specs: Sequence[TrialSpec], todo: Sequence[TrialS
               store: ResultStore, brief: bool = False) -> list[str]:
     """The cost lines of a plan (``runner.cost``) for the configured runner: the local
     runner's workers, or the SLURM array's limits (``runner.*`` validated as ``run`` would)."""
-    try:
-        speed = hostspeed.target(cache_root() / hostspeed.CACHE_FILE)
-    except ValueError as exc:            # a malformed DPBENCH_HOST_PROBE
-        raise UserError(str(exc)) from None
+    chosen = hostspeed.setting()         # checked before any work (cli._grid_config)
+    # this machine's speed is measured (or read from its cache) only if a trial needs it
+    speed = chosen if chosen != hostspeed.MEASURE else \
+        partial(hostspeed.target, cache_root() / hostspeed.CACHE_FILE)
     cost = grid_cost(specs, todo, store, *reference_of(cfg, specs), speed=speed)
     if cfg.runner.name != "slurm":
         return cost_lines(cost, workers=local_workers(int(cfg.runner.n_jobs)), brief=brief)

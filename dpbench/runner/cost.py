@@ -71,7 +71,7 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from heapq import heapify, heapreplace
 from statistics import median
@@ -606,14 +606,18 @@ def at_speed(trials: Iterable[Stored], speed: float | None) -> list[Stored]:
 
 def grid_cost(specs: Sequence[TrialSpec], todo: Sequence[TrialSpec],
               store: ResultStore, reference: Sequence[Stored] = (),
-              reference_note: str | None = None, speed: float | None = None) -> Cost:
+              reference_note: str | None = None,
+              speed: float | Callable[[], float | None] | None = None) -> Cost:
     """Estimate each trial of ``todo`` from the store and the ``reference`` fits (described
     by ``reference_note``); sum the recorded seconds of the grid's other trials (stored ok).
     ``speed``: the probe (:mod:`~dpbench.runner.hostspeed`) every seconds figure is scaled
-    to, from each trial's own; None keeps them as recorded."""
+    to, from each trial's own, or what gives it (called only when a measured trial recorded
+    a probe: nothing to scale, nothing measured); None keeps them as recorded."""
     local = stored_trials(store)
     measured = [t for t in [*local, *reference] if not t.wall]
     probes = tuple(t.probe for t in measured if t.probe is not None)
+    if callable(speed):
+        speed = speed() if probes else None
     stored, reference = at_speed(local, speed), at_speed(reference, speed)
     est = Estimator(stored, reference)
     pending = {s.key for s in todo}
@@ -685,7 +689,7 @@ def cost_lines(cost: Cost, *, workers: int | None = None,
            + (f" ({unseen}: no stored trial)" if unknown else "")]
     if cost.reference_note and any(n for k, n in sources.items() if k != SAME_CELL):
         out.append(cost.reference_note)
-    if cost.speed is not None and (cost.probes or cost.unprobed):
+    if cost.speed is not None and cost.probes:
         out.append(speed_line(cost))
     if cost.wall_stand_ins:
         out.append(f"note: {cost.wall_stand_ins} measured trial(s) recorded no CPU time "
@@ -744,16 +748,12 @@ def cost_lines(cost: Cost, *, workers: int | None = None,
 def speed_line(cost: Cost) -> str:
     """What the seconds were scaled to: this machine's probe, and how many measured trials
     carried one (their range)."""
-    line = (f"speed: seconds scaled to a probe of {cost.speed:.3f} CPU-s (this machine's, "
-            f"or {hostspeed.ENV}; a fixed workload's time, dpbench.runner.hostspeed): ")
-    if not cost.probes:
-        return line + (f"none of the {cost.unprobed} measured trial(s) recorded a probe, so "
-                       "their seconds count as recorded")
     n = len(cost.probes) + cost.unprobed
-    return line + (f"{len(cost.probes)} of {n} measured trial(s) recorded theirs "
-                   f"({min(cost.probes):.3f}-{max(cost.probes):.3f} CPU-s)"
-                   + (f"; {cost.unprobed} did not and count as recorded" if cost.unprobed
-                      else ""))
+    return (f"speed: seconds scaled to a probe of {cost.speed:.3f} CPU-s (this machine's, or "
+            f"{hostspeed.ENV}; a fixed workload's time, dpbench.runner.hostspeed) from each "
+            f"measured trial's own: {len(cost.probes)} of {n} recorded one "
+            f"({min(cost.probes):.3f}-{max(cost.probes):.3f} CPU-s)"
+            + (f"; {cost.unprobed} did not and count as recorded" if cost.unprobed else ""))
 
 
 def _slurm_lines(cost: Cost, slurm: SlurmLimits, peak_mb: float | None,

@@ -32,8 +32,6 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
-
 from dpbench.envnumber import positive
 
 #: passes of the workload a probe times (the fastest is kept)
@@ -56,6 +54,7 @@ def _workload() -> float:
     """One pass: a pure-Python loop, then numpy matrix products, sorts and reductions on
     fixed data (no randomness, no allocation that grows); returns a value so that no part
     is skipped."""
+    import numpy as np  # here: reading the setting (cli) needs no numpy
     acc = 0
     for i in range(600_000):
         acc += (i * 7) % 13
@@ -90,15 +89,29 @@ def current() -> float:
     return _last[1]
 
 
-def target(cache: Path | None = None) -> float | None:
-    """The probe a plan scales seconds to: ``DPBENCH_HOST_PROBE`` if set (a positive number,
-    or ``off``: None, no scaling), else this machine's probe, kept in ``cache`` (a JSON file)
-    for :data:`PLAN_MAX_AGE_S` so a plan run again soon does not measure again."""
+#: :func:`setting` when ``DPBENCH_HOST_PROBE`` is unset: measure this machine
+MEASURE = "measure"
+
+
+def setting() -> float | str | None:
+    """``DPBENCH_HOST_PROBE`` read: a pinned probe (a positive number of seconds), None for
+    ``off`` (no scaling), :data:`MEASURE` when unset; a malformed value is a ValueError
+    naming it and the valid choices."""
     pinned = os.environ.get(ENV, "").strip()
     if pinned.lower() == "off":
         return None
     if pinned:
         return positive(ENV, pinned, "a positive number of seconds or 'off'")
+    return MEASURE
+
+
+def target(cache: Path | None = None) -> float | None:
+    """The probe a plan scales seconds to: ``DPBENCH_HOST_PROBE``'s (:func:`setting`), else
+    this machine's probe, kept in ``cache`` (a JSON file) for :data:`PLAN_MAX_AGE_S` so a
+    plan run again soon does not measure again."""
+    chosen = setting()
+    if chosen != MEASURE:
+        return chosen                                       # type: ignore[return-value]
     if cache is not None:
         try:
             kept = json.loads(cache.read_text())

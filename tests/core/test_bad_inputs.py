@@ -253,3 +253,14 @@ def test_a_bad_data_folder_is_one_line_and_changes_nothing(
     must = damage(data)
     monkeypatch.setenv("DPBENCH_DATA_DIR", str(data))
     check_refused(seeded, "run", [E, "profile=smoke", "trials=3"], must)
+
+
+@pytest.mark.parametrize("command", ["run", "plan"])
+@pytest.mark.parametrize("value", ["fast", "0", "-0.1", "inf"])
+def test_a_malformed_machine_speed_is_one_line_and_changes_nothing(
+        seeded: Path, monkeypatch: pytest.MonkeyPatch, command: str, value: str) -> None:
+    """``DPBENCH_HOST_PROBE`` (the speed a plan scales seconds to, runner/hostspeed.py) that
+    is not a positive number or ``off``: refused before any work, the store untouched."""
+    monkeypatch.setenv("DPBENCH_HOST_PROBE", value)
+    check_refused(seeded, command, [E, "profile=smoke", "trials=3"],
+                  f"DPBENCH_HOST_PROBE={value!r}: valid values are a positive number")

@@ -56,7 +56,7 @@ def test_the_plans_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     for bad in ("fast", "0", "-1", "nan"):
         monkeypatch.setenv(hostspeed.ENV, bad)
         with pytest.raises(ValueError, match=f"{hostspeed.ENV}='{bad}': valid values"):
-            hostspeed.target(cache)
+            hostspeed.setting()
     monkeypatch.delenv(hostspeed.ENV)
     assert hostspeed.target(cache) == 0.042 and json.loads(cache.read_text())["probe_s"] == 0.042
     monkeypatch.setattr(hostspeed, "probe", lambda rounds=3: 0.09)
@@ -91,8 +91,11 @@ def test_a_plan_prices_work_not_the_seconds_of_a_sitting(tmp_path: Path) -> None
     assert unscaled.estimates[todo.key].seconds == pytest.approx(20.0)
     assert unscaled.done_seconds == pytest.approx(40.0)
     line = [ln for ln in cost_lines(cost) if ln.startswith("speed:")]
-    assert line and "0.050" in line[0] and "2 of 2 measured trial(s)" in line[0]
+    assert line and "0.050" in line[0] and "2 of 2 recorded one" in line[0]
     assert not [ln for ln in cost_lines(unscaled) if ln.startswith("speed:")]
+    asked: list[int] = []
+    lazy = grid_cost([slow, fast, todo], [todo], store, speed=lambda: asked.append(1) or 0.05)
+    assert asked == [1] and lazy.estimates[todo.key].seconds == pytest.approx(5.0)
 
     old = spec("a", "m", 1.0, 3)
     _probed(store, old, 7.0, None)                        # written before records had one
@@ -100,6 +103,20 @@ def test_a_plan_prices_work_not_the_seconds_of_a_sitting(tmp_path: Path) -> None
     assert mixed.estimates[todo.key].seconds == pytest.approx((5 + 5 + 7) / 3)
     line = [ln for ln in cost_lines(mixed) if ln.startswith("speed:")][0]
     assert "2 of 3" in line and "1 did not" in line
+
+
+def test_no_probe_is_measured_when_no_trial_recorded_one(tmp_path: Path) -> None:
+    """Stores and fits written before records had a probe: nothing to scale, so the plan
+    neither measures this machine nor prints a speed line."""
+    store = ResultStore(tmp_path / "store")
+    done, todo = spec("a", "m", 1.0, 0), spec("a", "m", 1.0, 1)
+    _probed(store, done, 8.0, None)
+
+    def measure() -> float:
+        raise AssertionError("measured for nothing")
+    cost = grid_cost([done, todo], [todo], store, speed=measure)
+    assert cost.estimates[todo.key].seconds == pytest.approx(8.0)
+    assert not [ln for ln in cost_lines(cost) if ln.startswith("speed:")]
 
 
 def test_reference_lines_carry_the_probe_and_price_by_it(tmp_path: Path) -> None:
