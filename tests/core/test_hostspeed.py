@@ -145,3 +145,18 @@ def test_each_trial_records_the_machines_speed(tmp_path: Path) -> None:
     rec = execute(s)
     assert rec["status"] == "ok", rec.get("error")
     assert rec[hostspeed.FIELD] > 0 and rec["cpu_s"] >= 0
+
+
+def test_the_shipped_reference_keeps_each_trials_probe_for_the_plan(tmp_path: Path) -> None:
+    """A trial shipped in the reference keeps its probe through the build and the index a
+    plan reads (its brief): a done trial the reference holds is scaled by it too."""
+    from dpbench.runner.reference import Reference, write_reference
+    local = ResultStore(tmp_path / "local")
+    done, todo = spec("a", "m", 1.0, 0), spec("a", "m", 1.0, 1)
+    _probed(local, done, 20.0, 0.2)
+    write_reference([local.get(done.key)], tmp_path / "ref")
+    reference = Reference(tmp_path / "ref")
+    assert reference.brief(done.key)[hostspeed.FIELD] == 0.2
+    store = ResultStore(tmp_path / "store", reference)
+    cost = grid_cost([done, todo], [todo], store, speed=0.1)
+    assert cost.done_seconds == pytest.approx(10.0)
