@@ -6,11 +6,11 @@ dpbench's own 2-core VM the same trial, bit-identical, took 3.4 CPU-s one day an
 next, and a whole arena 0.81 and 1.88 CPU-hours. So a trial's ``cpu_s`` says what its work
 cost only beside a measure of the machine's speed when it ran.
 
-That measure is :func:`probe`: the CPU seconds of :data:`ROUNDS` passes of a fixed,
-single-threaded workload (interpreted Python and small numpy kernels, as the methods' fits
-mix them), the fastest pass kept (a pass that an interrupt stretched is not the machine's
+That measure is :func:`probe`: the CPU seconds of one pass of a fixed, single-threaded
+workload (interpreted Python and small numpy kernels, as the methods' fits mix them), the
+fastest of :data:`ROUNDS` passes (a pass that an interrupt stretched is not the machine's
 speed). Each worker process probes before a trial when its last probe is older than
-:data:`MAX_AGE_S` (:func:`current`; ~0.1-0.4 s every five minutes) and the trial's record
+:data:`MAX_AGE_S` (:func:`current`; ~0.15 s of CPU every five minutes) and the trial's record
 keeps it as ``host_probe_s``, outside the trial's own ``cpu_s``.
 
 ``plan`` prices work, not seconds of another sitting: a stored trial's or reference fit's
@@ -19,9 +19,14 @@ seconds times ``target / host_probe_s``, where the target is this machine's prob
 folder), so trials measured on a slow day and on a fast one price a cell alike, and a
 faster or slower machine than the one that measured them sees its own seconds. A trial
 recorded without a probe keeps its seconds as they are (the plan says how many did).
-``DPBENCH_HOST_PROBE`` sets the target: a number of seconds pins it (what the shipped-cost
-tests do: a cost in the reference machine's seconds at a stated speed), ``off`` turns the
-scaling off.
+``DPBENCH_HOST_PROBE`` sets the target: a number of seconds pins it (a cost at a stated
+speed, e.g. another machine's), ``off`` turns the scaling off (the test suite's setting: its
+plans read stored seconds as recorded).
+
+An assumption, stated: a host that slows the probe slows every method's fit alike. The
+probe mixes interpreted Python and BLAS as the fits do, but not in each method's proportion,
+and it has not yet been measured beside a slow sitting (records began carrying it at
+b8abe71, on a host at its usual speed: probes 0.038-0.046 CPU-s).
 """
 
 from __future__ import annotations
