@@ -53,7 +53,7 @@ NAMES = sorted(set(PAPERS + DATASETS + METHODS))
 GENERIC = ["runner", "tasks", "audit", "site", "privacy/lower_bound.py", "workspace.py",
            "cli.py", "catalog.py", "entry.py", "roots.py", "compile_cache.py",
            "program_store.py", "checksum.py", "cache_check.py", "artifacts.py", "lazy.py",
-           "listing.py"]
+           "listing.py", "envnumber.py"]
 
 # generic code that mentions a name today: (file, name) -> to be fixed
 KNOWN_GENERIC_MENTIONS = {
